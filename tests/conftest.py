@@ -1,0 +1,32 @@
+"""Test-wide JAX settings: 8 simulated CPU devices, fast compiles, float64 available."""
+import os
+import pathlib
+import sys
+
+import jax
+
+# Must happen before any JAX operation (multi-device tests rely on 8 CPU devices).
+jax.config.update('jax_num_cpu_devices', 8)
+jax.config.update('jax_disable_most_optimizations', True)
+jax.config.update('jax_enable_x64', True)
+
+import pytest  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))  # for tests/brute_force.py
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / 'shared' / 'data'
+FIXTURES = pathlib.Path(__file__).resolve().parent / 'fixtures'
+
+
+@pytest.fixture
+def shared_data():
+  """Path of ../shared/data; skips (with the reason) in a user's clone without it."""
+  if not SHARED_DATA.is_dir():
+    pytest.skip(f'real datasets not present: {SHARED_DATA} is missing (only CI and dev machines have it)')
+  return SHARED_DATA
+
+
+@pytest.fixture
+def fixtures_dir():
+  return FIXTURES
