@@ -1,0 +1,105 @@
+"""Containers shared by every dataset: the vocabulary, a split of encoded examples, a task's data.
+
+Encoded examples (what `Split.examples` holds), by `kind`:
+- 'sentence': {'tokens': int32[n], 'label': int, optional 'heads': int32[n] (-1 = ROOT)}
+- 'document': {'sentences': list of int32[n_s], 'label': int, optional 'heads': list of int32[n_s]}
+- 'pair':     {'premise': int32[n], 'hypothesis': int32[m], 'label': int}
+- 'lm':       {'tokens': int32[n]} (a stream chunk; targets are the next tokens)
+- 'parse':    {'tokens': int32[n], 'tags': int32[n], 'heads': int32[n], 'relations': int32[n]}
+`Split.batches` turns them into padded batch dicts (see docs/internals.md) with `batching.make_batches`.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import os
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+PAD, UNK = '<pad>', '<unk>'
+PAD_ID, UNK_ID = 0, 1
+
+
+class Vocabulary:
+  """Token <-> id map with `<pad>` = 0 and `<unk>` = 1, built on training data only."""
+
+  def __init__(self, tokens: Sequence[str]):
+    tokens = list(tokens)
+    if tokens[:2] != [PAD, UNK]:
+      tokens = [PAD, UNK] + [t for t in tokens if t not in (PAD, UNK)]
+    if len(set(tokens)) != len(tokens):
+      raise ValueError('vocabulary tokens must be unique')
+    self.tokens = tokens
+    self._index = {t: i for i, t in enumerate(tokens)}
+
+  @classmethod
+  def from_corpus(cls, sentences: Iterable[Sequence[str]], min_count: int = 1,
+                  max_size: int | None = None) -> 'Vocabulary':
+    """Keeps tokens seen at least `min_count` times (ties broken alphabetically, most frequent first)."""
+    counts = collections.Counter(t for s in sentences for t in s)
+    kept = sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], t))
+    if max_size is not None:
+      kept = kept[:max(0, max_size - 2)]
+    return cls(kept)
+
+  def __len__(self) -> int:
+    return len(self.tokens)
+
+  def __contains__(self, token: str) -> bool:
+    return token in self._index
+
+  def id(self, token: str) -> int:
+    return self._index.get(token, UNK_ID)
+
+  def encode(self, tokens: Sequence[str]) -> np.ndarray:
+    return np.asarray([self._index.get(t, UNK_ID) for t in tokens], dtype=np.int32)
+
+  def decode(self, ids: Iterable[int]) -> list[str]:
+    return [self.tokens[int(i)] for i in ids]
+
+  def save(self, path: str) -> None:
+    with open(path, 'w', encoding='utf-8') as f:
+      json.dump(self.tokens, f, ensure_ascii=False)
+
+  @classmethod
+  def load(cls, path: str) -> 'Vocabulary':
+    if not os.path.exists(path):
+      raise FileNotFoundError(f'vocabulary file not found: {path}')
+    with open(path, encoding='utf-8') as f:
+      return cls(json.load(f))
+
+
+@dataclasses.dataclass
+class Split:
+  """One split (train/dev/test) of encoded examples of one `kind`."""
+  name: str
+  kind: str
+  examples: list[dict[str, Any]]
+  bucket_boundaries: Sequence[int] | None = None
+
+  def __len__(self) -> int:
+    return len(self.examples)
+
+  def batches(self, batch_size: int, *, shuffle: bool, seed: int = 0, epoch: int = 0,
+              num_shards: int = 1) -> Iterator[dict[str, np.ndarray]]:
+    from jax_structured.data import batching  # pylint: disable=g-import-not-at-top
+    return batching.make_batches(self.examples, self.kind, batch_size, shuffle=shuffle, seed=seed,
+                                 epoch=epoch, num_shards=num_shards,
+                                 bucket_boundaries=self.bucket_boundaries)
+
+
+@dataclasses.dataclass
+class TaskData:
+  """Everything a launch needs from data: encoded splits, vocabulary, label names, embeddings."""
+  kind: str
+  vocab: Vocabulary
+  label_names: list[str]
+  splits: dict[str, Split]
+  embeddings: np.ndarray | None = None  # [len(vocab), dim] float32 initial embeddings, if any
+  skipped: dict[str, int] = dataclasses.field(default_factory=dict)  # reason -> count, reported
+
+  @property
+  def num_classes(self) -> int:
+    return len(self.label_names)

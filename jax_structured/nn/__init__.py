@@ -1,0 +1,1 @@
+"""jax_structured.nn."""
