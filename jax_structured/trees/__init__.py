@@ -1,1 +1,24 @@
-"""jax_structured.trees."""
+"""Pure functions over dependency trees: matrix-tree theorem, Chu-Liu-Edmonds, projective algorithms.
+
+Conventions (see ARCHITECTURE.md): `arc_scores[..., h, m]` is the log-potential of head `h` -> modifier
+`m`; `root_scores[..., m]` of ROOT -> `m`; `lengths[...]` the number of real words; `heads[..., m]`
+the head of `m` (-1 = ROOT, and -1 on padding).
+"""
+from jax_structured.trees import _utils
+from jax_structured.trees._matrix_tree import entropy
+from jax_structured.trees._matrix_tree import kl_divergence
+from jax_structured.trees._matrix_tree import log_partition
+from jax_structured.trees._matrix_tree import log_prob
+from jax_structured.trees._matrix_tree import marginals
+from jax_structured.trees._matrix_tree import sample
+from jax_structured.trees._matrix_tree import score
+from jax_structured.trees._mst import mst
+from jax_structured.trees._projective import projective_log_partition
+from jax_structured.trees._projective import projective_marginals
+from jax_structured.trees._projective import projective_mst
+from jax_structured.trees._utils import *  # noqa: F401,F403  (names listed in _utils.__all__)
+
+__all__ = [
+    'entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals', 'sample', 'score', 'mst',
+    'projective_log_partition', 'projective_marginals', 'projective_mst',
+] + list(_utils.__all__)

@@ -1,0 +1,2 @@
+"""Placeholder: being written (tree statistics and conversions)."""
+__all__ = []
