@@ -99,6 +99,7 @@ class TaskData:
   splits: dict[str, Split]
   embeddings: np.ndarray | None = None  # [len(vocab), dim] float32 initial embeddings, if any
   skipped: dict[str, int] = dataclasses.field(default_factory=dict)  # reason -> count, reported
+  extras: dict[str, Any] = dataclasses.field(default_factory=dict)  # e.g. 'tag_vocab', 'relation_names'
 
   @property
   def num_classes(self) -> int:

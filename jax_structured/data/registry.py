@@ -1,9 +1,12 @@
 """Name -> loader registry behind `data.load(config.data)`.
 
 A loader is `fn(config: ml_collections.ConfigDict) -> core.TaskData`; modules register themselves with
-`@register('name')` and are imported by `jax_structured/data/__init__.py`.
+`@register('name')`; the modules listed in `LOADER_MODULES` are imported on first use.
 """
+import importlib
 from typing import Callable
+
+LOADER_MODULES = ('jax_structured.data.loaders', 'jax_structured.data.synthetic')
 
 _LOADERS: dict[str, Callable] = {}
 
@@ -19,6 +22,7 @@ def register(name: str):
 
 def load(config):
   """Loads the task data described by `config` (a ConfigDict with at least `name`)."""
+  _import_loaders()
   name = config.name
   if name not in _LOADERS:
     raise KeyError(f'unknown dataset config.data.name={name!r}; known: {sorted(_LOADERS)}')
@@ -26,4 +30,10 @@ def load(config):
 
 
 def names() -> list[str]:
+  _import_loaders()
   return sorted(_LOADERS)
+
+
+def _import_loaders():
+  for module in LOADER_MODULES:
+    importlib.import_module(module)
