@@ -4,7 +4,9 @@ Encoded examples (what `Split.examples` holds), by `kind`:
 - 'sentence': {'tokens': int32[n], 'label': int, optional 'heads': int32[n] (-1 = ROOT)}
 - 'document': {'sentences': list of int32[n_s], 'label': int, optional 'heads': list of int32[n_s]}
 - 'pair':     {'premise': int32[n], 'hypothesis': int32[m], 'label': int}
-- 'lm':       {'tokens': int32[n]} (a stream chunk; targets are the next tokens)
+- 'lm':       {'tokens': int32[n]} (a sentence, or the whole stream when `Split.num_steps` is set;
+              targets are the next tokens)
+- 'translation': {'source': int32[n], 'target': int32[m]}
 - 'parse':    {'tokens': int32[n], 'tags': int32[n], 'heads': int32[n], 'relations': int32[n]}
 `Split.batches` turns them into padded batch dicts (see docs/internals.md) with `batching.make_batches`.
 """
@@ -78,6 +80,9 @@ class Split:
   kind: str
   examples: list[dict[str, Any]]
   bucket_boundaries: Sequence[int] | None = None
+  # kind 'lm' only: if set, `batches` gives contiguous stream batches of `num_steps` tokens
+  # (`batching.lm_stream_batches`, Zaremba et al. 2014) instead of one row per example.
+  num_steps: int | None = None
 
   def __len__(self) -> int:
     return len(self.examples)
@@ -87,7 +92,7 @@ class Split:
     from jax_structured.data import batching  # pylint: disable=g-import-not-at-top
     return batching.make_batches(self.examples, self.kind, batch_size, shuffle=shuffle, seed=seed,
                                  epoch=epoch, num_shards=num_shards,
-                                 bucket_boundaries=self.bucket_boundaries)
+                                 bucket_boundaries=self.bucket_boundaries, num_steps=self.num_steps)
 
 
 @dataclasses.dataclass
