@@ -145,10 +145,11 @@ def test_word2vec_deterministic_and_aligned(capsys):
 
 def test_word2vec_independent_of_python_hash_seed(tmp_path):
   """A subprocess with another PYTHONHASHSEED trains the same vectors as this process."""
+  repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   code = ('import numpy as np, sys; sys.path.insert(0, %r)\n'
           'from jax_structured.data import embeddings\n'
           'from test_embeddings import _small_word2vec\n'
-          'np.save(sys.argv[1], _small_word2vec())\n') % os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+          'np.save(sys.argv[1], _small_word2vec())\n') % repo_root
   out = str(tmp_path / 'm.npy')
   hash_seed = '1' if os.environ.get('PYTHONHASHSEED') != '1' else '2'
   subprocess.run([sys.executable, '-c', code, out], check=True, capture_output=True,
