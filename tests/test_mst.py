@@ -1,0 +1,175 @@
+"""Tests of trees.mst (on-device Chu-Liu-Edmonds) against brute force and networkx's Edmonds."""
+import brute_force
+import jax
+import jax.numpy as jnp
+import networkx as nx
+import numpy as np
+import pytest
+
+from jax_structured.trees._mst import mst
+
+
+def _is_tree(heads, single_root):
+  heads = tuple(int(h) for h in heads)
+  if not brute_force._is_tree(heads) or any(h == m for m, h in enumerate(heads)):
+    return False
+  return (not single_root) or sum(h == -1 for h in heads) == 1
+
+
+def _scores(rng, shape, n, ties=False, many_roots=False):
+  arc = rng.normal(size=shape + (n, n))
+  root = rng.normal(size=shape + (n,)) + (3.0 if many_roots else 0.0)
+  if ties:
+    arc, root = np.round(arc), np.round(root)
+  return arc, root
+
+
+def _second_best_gap(arc, root, single_root):
+  trees = brute_force.all_trees(len(root), single_root)
+  s = np.sort(brute_force.tree_scores(arc, root, trees))[::-1]
+  return np.inf if len(s) < 2 else s[0] - s[1]
+
+
+@pytest.mark.parametrize('single_root', [True, False])
+def test_brute_force_with_padding_jit_and_vmap(single_root):
+  rng = np.random.default_rng(0 if single_root else 1)
+  n, batch = 6, 48
+  arc, root = _scores(rng, (batch,), n)
+  arc[: batch // 3], root[: batch // 3] = np.round(arc[: batch // 3]), np.round(root[: batch // 3])
+  root[batch // 3: 2 * batch // 3] += 3.0  # unconstrained optimum has several root children
+  lengths = rng.integers(1, n + 1, size=batch)
+  lengths[:4] = n
+  jitted = jax.jit(mst, static_argnames='single_root')(arc, root, lengths, single_root=single_root)
+  mapped = jax.vmap(lambda a, r, l: mst(a, r, l, single_root=single_root))(arc, root, lengths)
+  np.testing.assert_array_equal(jitted, mapped)
+  heads = np.asarray(jitted)
+  assert heads.dtype == np.int32
+  checked_heads = 0
+  for b in range(batch):
+    k = lengths[b]
+    a, r = arc[b, :k, :k], root[b, :k]
+    assert np.all(heads[b, k:] == -1)
+    assert _is_tree(heads[b, :k], single_root), heads[b]
+    _, _, _, best_heads, best = brute_force.reference(a, r, single_root=single_root)
+    got = brute_force.tree_scores(a, r, heads[b, None, :k])[0]
+    np.testing.assert_allclose(got, best, rtol=0, atol=1e-9)
+    if _second_best_gap(a, r, single_root) > 1e-6:
+      np.testing.assert_array_equal(heads[b, :k], best_heads)
+      checked_heads += 1
+  assert checked_heads >= batch // 2
+
+
+def test_single_root_differs_from_multi_root_when_it_should():
+  # Two words that both prefer ROOT strongly: multi-root keeps both, single-root must pick one and
+  # hang the other from it, choosing the better of the two options (0 -> 1 costs 1, 1 -> 0 costs 2).
+  arc = np.array([[0., -1.], [-2., 0.]])
+  root = np.array([5., 5.])
+  np.testing.assert_array_equal(mst(arc, root, single_root=False), [-1, -1])
+  np.testing.assert_array_equal(mst(arc, root, single_root=True), [-1, 0])
+
+
+@pytest.mark.parametrize('single_root', [True, False])
+def test_neg_inf_arcs_never_chosen_when_a_tree_exists(single_root):
+  rng = np.random.default_rng(2)
+  n, batch = 5, 40
+  arc, root = _scores(rng, (batch,), n)
+  arc[rng.random(arc.shape) < 0.5] = -np.inf
+  root[rng.random(root.shape) < 0.5] = -np.inf
+  heads = np.asarray(mst(arc, root, single_root=single_root))
+  found = 0
+  for b in range(batch):
+    assert _is_tree(heads[b], single_root)
+    trees = brute_force.all_trees(n, single_root)
+    s = brute_force.tree_scores(np.where(np.isinf(arc[b]), 0, arc[b]), np.where(np.isinf(root[b]), 0,
+                                                                                root[b]), trees)
+    finite = np.isfinite(brute_force.tree_scores(arc[b], root[b], trees))
+    got = brute_force.tree_scores(arc[b], root[b], heads[b, None])[0]
+    if finite.any():
+      found += 1
+      np.testing.assert_allclose(got, s[finite].max(), atol=1e-9)
+  assert found >= 5
+
+
+def test_padding_is_exact_and_batch_shape_is_kept():
+  rng = np.random.default_rng(3)
+  arc, root = _scores(rng, (2, 3), 9)
+  lengths = np.array([[9, 4, 1], [0, 4, 9]])
+  heads = np.asarray(mst(arc, root, lengths))
+  assert heads.shape == (2, 3, 9)
+  for i in range(2):
+    for j in range(3):
+      k = lengths[i, j]
+      alone = np.asarray(mst(arc[i, j, :k, :k], root[i, j, :k]))
+      np.testing.assert_array_equal(heads[i, j, :k], alone)
+      assert np.all(heads[i, j, k:] == -1)
+
+
+def _nx_best(arc, root, single_root):
+  """Best tree score by networkx (Edmonds); single-root by enumerating the root child."""
+  n = len(root)
+
+  def edmonds(nodes, arcs):
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_weighted_edges_from(arcs)
+    t = nx.maximum_spanning_arborescence(g, attr='weight', preserve_attrs=True)
+    return sum(d['weight'] for _, _, d in t.edges(data=True))
+
+  words = [(h, m, arc[h, m]) for h in range(n) for m in range(n) if h != m]
+  if not single_root:
+    return edmonds(range(-1, n), words + [(-1, m, root[m]) for m in range(n)])
+  return max(root[r] + edmonds(range(n), [e for e in words if e[1] != r]) for r in range(n))
+
+
+@pytest.mark.parametrize('n,single_root', [(30, True), (45, False), (100, False)])
+def test_networkx_edmonds_large(n, single_root):
+  rng = np.random.default_rng(n)
+  arc, root = _scores(rng, (), n)
+  # Make cycles likely: a random cyclic permutation of strong arcs, and strong ROOT arcs.
+  perm = rng.permutation(n)
+  arc[perm, np.roll(perm, 1)] += 3.0
+  root += 1.0
+  heads = np.asarray(jax.jit(mst, static_argnames='single_root')(arc, root, single_root=single_root))
+  assert _is_tree(heads, single_root)
+  got = brute_force.tree_scores(arc, root, heads[None])[0]
+  np.testing.assert_allclose(got, _nx_best(arc, root, single_root), rtol=0, atol=1e-9)
+
+
+def test_single_root_exact_with_integer_scores_against_networkx_reweighting():
+  # Integer scores make float64 sums exact, so networkx with a finite penalty C on ROOT arcs
+  # (Stanojevic & Cohen 2021) is provably exact when C exceeds any difference of tree scores.
+  rng = np.random.default_rng(7)
+  n = 60
+  arc = rng.integers(-50, 50, size=(n, n)).astype(np.float64)
+  root = rng.integers(0, 100, size=n).astype(np.float64)
+  big = 4.0 * n * 100
+  g = nx.DiGraph()
+  g.add_weighted_edges_from([(h, m, arc[h, m]) for h in range(n) for m in range(n) if h != m]
+                            + [(-1, m, root[m] - big) for m in range(n)])
+  t = nx.maximum_spanning_arborescence(g)
+  expected = sum(root[m] if h == -1 else arc[h, m] for h, m in t.edges())
+  heads = np.asarray(mst(arc, root, single_root=True))
+  assert _is_tree(heads, True)
+  assert brute_force.tree_scores(arc, root, heads[None])[0] == expected
+
+
+def test_float32_and_deterministic_ties():
+  rng = np.random.default_rng(4)
+  arc = jnp.asarray(np.round(rng.normal(size=(4, 6, 6))), jnp.float32)
+  root = jnp.asarray(np.round(rng.normal(size=(4, 6))), jnp.float32)
+  first = np.asarray(mst(arc, root))
+  np.testing.assert_array_equal(first, mst(arc, root))
+  for b in range(4):
+    best = brute_force.reference(np.asarray(arc[b], np.float64), np.asarray(root[b], np.float64))[-1]
+    got = brute_force.tree_scores(np.asarray(arc[b], np.float64), np.asarray(root[b], np.float64),
+                                  first[b, None])[0]
+    np.testing.assert_allclose(got, best, atol=1e-6)
+
+
+def test_bad_shapes_raise():
+  with pytest.raises(ValueError, match='root_scores'):
+    mst(np.zeros((2, 3, 3)), np.zeros((2, 4)))
+  with pytest.raises(ValueError, match='arc_scores'):
+    mst(np.zeros((3, 4)), np.zeros(3))
+  with pytest.raises(ValueError, match='lengths'):
+    mst(np.zeros((2, 3, 3)), np.zeros((2, 3)), np.zeros(3, int))
