@@ -262,3 +262,35 @@ def test_split_routes_lm_stream():
   assert sum(int(x['mask'].sum()) for x in batches) == len(stream) - 2
   with pytest.raises(ValueError, match='too short'):
     list(batching.lm_stream_batches(np.arange(3), 2, 3))
+
+
+def test_empty_boundaries_give_one_bucket_of_the_longest():
+  examples = _sentences(30, max_len=13)
+  batches = list(batching.make_batches(examples, 'sentence', 8, shuffle=True, seed=0,
+                                       bucket_boundaries=()))
+  longest = max(len(e['tokens']) for e in examples)
+  assert {b['tokens'].shape for b in batches} == {(8, longest)}
+  assert len(batches) == 4
+  docs = _documents(20)
+  shapes = {b['tokens'].shape for b in batching.make_batches(docs, 'document', 4, shuffle=False,
+                                                             bucket_boundaries=())}
+  assert shapes == {(4, max(len(d['sentences']) for d in docs),
+                     max(len(s) for d in docs for s in d['sentences']))}
+
+
+def test_translation_batches():
+  rng = np.random.default_rng(0)
+  examples = [{'source': rng.integers(2, 9, size=int(rng.integers(1, 20))).astype(np.int32),
+               'target': rng.integers(2, 9, size=int(rng.integers(1, 30))).astype(np.int32)}
+              for _ in range(17)]
+  seen = 0
+  for b in batching.make_batches(examples, 'translation', 4, shuffle=True, seed=2):
+    for row in np.nonzero(b['example_mask'])[0]:
+      e = examples[b['example_index'][row]]
+      for key in ('source', 'target'):
+        n = len(e[key])
+        assert b[f'{key}_lengths'][row] == n
+        np.testing.assert_array_equal(b[key][row, :n], e[key])
+        assert np.all(b[key][row, n:] == 0)
+      seen += 1
+  assert seen == len(examples)

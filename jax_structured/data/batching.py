@@ -88,22 +88,20 @@ def _seq_len(example: Example, key: str, index: int, kind: str) -> int:
   return n
 
 
-def _bucket_key(example: Example, index: int, kind: str, outer, inner) -> tuple[int, ...]:
-  """The static padded shape of an example's bucket."""
+def _sizes(example: Example, index: int, kind: str) -> tuple[int, ...]:
+  """The exact sizes that determine an example's padded shape (validated)."""
   if kind in ('sentence', 'parse'):
-    return (bucket_length(_seq_len(example, 'tokens', index, kind), inner),)
+    return (_seq_len(example, 'tokens', index, kind),)
   if kind == 'lm':
     # One prediction per token after the first: inputs tokens[:-1], targets tokens[1:].
     n = _seq_len(example, 'tokens', index, kind)
     if n < 2:
       raise ValueError(f'lm example #{index} has {n} token(s); at least 2 are needed for one target')
-    return (bucket_length(n - 1, inner),)
+    return (n - 1,)
   if kind == 'pair':
-    return (bucket_length(_seq_len(example, 'premise', index, kind), inner),
-            bucket_length(_seq_len(example, 'hypothesis', index, kind), inner))
+    return (_seq_len(example, 'premise', index, kind), _seq_len(example, 'hypothesis', index, kind))
   if kind == 'translation':
-    return (bucket_length(_seq_len(example, 'source', index, kind), inner),
-            bucket_length(_seq_len(example, 'target', index, kind), inner))
+    return (_seq_len(example, 'source', index, kind), _seq_len(example, 'target', index, kind))
   if kind == 'document':
     num_sentences = _seq_len(example, 'sentences', index, kind)
     longest = 0
@@ -112,8 +110,16 @@ def _bucket_key(example: Example, index: int, kind: str, outer, inner) -> tuple[
         raise ValueError(f'document example #{index} has an empty sentence #{s}; loaders must drop '
                          'empty sentences')
       longest = max(longest, len(sentence))
-    return (bucket_length(num_sentences, outer), bucket_length(longest, inner))
+    return (num_sentences, longest)
   raise ValueError(f'unknown kind {kind!r}; expected one of {KINDS}')
+
+
+def _bucket_key(example: Example, index: int, kind: str, outer, inner) -> tuple[int, ...]:
+  """The static padded shape of an example's bucket."""
+  sizes = _sizes(example, index, kind)
+  if kind == 'document':
+    return (bucket_length(sizes[0], outer), bucket_length(sizes[1], inner))
+  return tuple(bucket_length(n, inner) for n in sizes)
 
 
 def _pad_1d(rows: Sequence[np.ndarray], width: int, pad: int) -> np.ndarray:
@@ -202,10 +208,18 @@ def bucketize(examples: Sequence[Example], kind: str,
     kind: see `KINDS`.
     bucket_boundaries: increasing ints (None: `DEFAULT_BOUNDARIES`); for documents either one set
       (used for both sizes) or a pair (sentence-count boundaries, sentence-length boundaries).
+      Empty (`()`): one bucket padded to the longest example (sizes are exact, not rounded).
 
   Returns:
     {padded shape: [example indices in input order]}, shapes in increasing order.
   """
+  if bucket_boundaries is not None and len(bucket_boundaries) == 0:
+    # A single bucket padded to the longest example (one compiled shape per split).
+    keys = [_sizes(e, i, kind) for i, e in enumerate(examples)]
+    if not keys:
+      return {}
+    shape = tuple(int(x) for x in np.max(np.asarray(keys), axis=0))
+    return {shape: list(range(len(examples)))}
   outer, inner = _resolve_boundaries(kind, bucket_boundaries)
   buckets: dict[tuple[int, ...], list[int]] = {}
   for i, e in enumerate(examples):
