@@ -1,0 +1,205 @@
+"""TFDS builders for the real datasets, reading their upstream formats, TensorFlow-free.
+
+Each dataset is a `tfds.core.GeneratorBasedBuilder` over manually downloaded files (`manual_dir`),
+written as ArrayRecord and read back with `tfds.data_source`. The data pipeline uses:
+
+  load_examples(name, split, *, manual_dir, data_dir, config=None) -> list[dict]
+  available_splits(name, *, manual_dir, config=None) -> list[str]
+  report(name, *, manual_dir, data_dir, config=None) -> dict   (sizes, dropped counts, build time)
+
+Split names are `train`, `validation`, `test` (`dev` is accepted as an alias of `validation`).
+Returned examples are plain Python: `str` for text, `int` for integers, lists for sequences.
+A dataset is built once into `data_dir/<name>/<config>/<version>` and rebuilt only when the content
+of its source files changes (a BLAKE2b fingerprint is stored in the dataset's metadata).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+import time
+from typing import Any
+
+import numpy as np
+import tensorflow_datasets as tfds
+
+from jax_structured.data.builders import _base
+from jax_structured.data.builders._base import FormatError
+from jax_structured.data.builders.iwslt15_en_vi import Iwslt15EnVi
+from jax_structured.data.builders.ptb_lm import PtbLm
+from jax_structured.data.builders.quora_qqp import QuoraQqp
+from jax_structured.data.builders.snli import Snli
+from jax_structured.data.builders.sst import Sst
+from jax_structured.data.builders.trec import Trec
+from jax_structured.data.builders.universal_dependencies import UniversalDependencies
+
+BUILDERS: dict[str, type[_base.ManualBuilder]] = {
+    cls.name: cls for cls in (Sst, Trec, PtbLm, Snli, QuoraQqp, UniversalDependencies, Iwslt15EnVi)
+}
+
+_SPLIT_ALIASES = {'dev': 'validation', 'valid': 'validation'}
+
+__all__ = ['BUILDERS', 'FormatError', 'available_splits', 'builder', 'load_examples', 'names', 'report']
+
+
+def names() -> list[str]:
+  """The dataset names `load_examples` accepts."""
+  return sorted(BUILDERS)
+
+
+def _builder_cls(name: str) -> type[_base.ManualBuilder]:
+  if name not in BUILDERS:
+    raise KeyError(f'unknown dataset {name!r}; known: {names()}')
+  return BUILDERS[name]
+
+
+def _config(cls: type[_base.ManualBuilder], config: str | None, manual_dir) -> str | None:
+  """Resolves the config name (validated, or derived from the files for dynamic configs)."""
+  if cls.DYNAMIC_CONFIGS:
+    return cls.resolve_config(config, manual_dir)
+  known = [c.name for c in cls.BUILDER_CONFIGS]
+  if not known:
+    if config is not None:
+      raise ValueError(f'dataset {cls.name!r} has no configs, got config={config!r}')
+    return None
+  if config is None:
+    if getattr(cls, 'REQUIRE_CONFIG', False):
+      raise ValueError(f'dataset {cls.name!r} needs a config, one of {known}')
+    return known[0]
+  if config not in known:
+    raise ValueError(f'unknown config {config!r} of dataset {cls.name!r}; known: {known}')
+  return config
+
+
+def available_splits(name: str, *, manual_dir: str | os.PathLike, config: str | None = None) -> list[str]:
+  """The splits whose upstream files are present in `manual_dir` (nothing is built).
+
+  Raises:
+    FileNotFoundError: no split file at all (the message names the expected paths).
+  """
+  cls = _builder_cls(name)
+  config = _config(cls, config, manual_dir)
+  files = cls.source_files(pathlib.Path(manual_dir), config)
+  return [s for s in _base.SPLITS if s in files]
+
+
+def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | os.PathLike,
+            config: str | None = None) -> _base.ManualBuilder:
+  """Returns the builder of `name`, prepared in `data_dir` (built now if absent or stale).
+
+  Args:
+    name: a dataset of `names()`.
+    manual_dir: folder with the upstream files; None reads an already prepared dataset only.
+    data_dir: where TFDS datasets are written (`data_dir/<name>/<config>/<version>`).
+    config: builder config (`sst`: fine/binary; `document_classification`: yelp13, ...;
+      `universal_dependencies`: a treebank such as `en_ewt`; `text_classification`: a name).
+
+  Returns:
+    The prepared `tfds.core.GeneratorBasedBuilder`.
+  """
+  cls = _builder_cls(name)
+  if manual_dir is None:
+    if cls.DYNAMIC_CONFIGS and config is None:
+      raise ValueError(f'{name}: without manual_dir the config must be given')
+    config = _config(cls, config, None) if not cls.DYNAMIC_CONFIGS else config
+    b = _instantiate(cls, config, data_dir)
+    if not b.is_prepared():
+      raise FileNotFoundError(f'{name}: no prepared dataset in {b.data_dir} and manual_dir=None')
+    return b
+  manual_dir = pathlib.Path(manual_dir)
+  config = _config(cls, config, manual_dir)
+  files = cls.source_files(manual_dir, config)  # FileNotFoundError naming the expected paths
+  b = _instantiate(cls, config, data_dir)
+  if b.is_prepared() and b.info.metadata.get('source_fingerprint') == _base.fingerprint(files):
+    return b
+  mode = (tfds.download.GenerateMode.FORCE_REDOWNLOAD if b.is_prepared()
+          else tfds.download.GenerateMode.REUSE_DATASET_IF_EXISTS)
+  if b.is_prepared():
+    logging.info('%s: source files changed, rebuilding %s', name, b.data_dir)
+  start = time.perf_counter()
+  b.download_and_prepare(download_config=tfds.download.DownloadConfig(
+      manual_dir=str(manual_dir), download_mode=mode))
+  b.info.metadata['build_seconds'] = round(time.perf_counter() - start, 3)
+  b.info.write_to_directory(b.data_dir)
+  _log_dropped(name, config, b.info.metadata.get('dropped', {}))
+  return b
+
+
+def _instantiate(cls, config, data_dir):
+  kwargs = dict(data_dir=os.fspath(data_dir), file_format='array_record')
+  if config is not None:
+    kwargs['config'] = (tfds.core.BuilderConfig(name=config) if cls.DYNAMIC_CONFIGS else config)
+  return cls(**kwargs)
+
+
+def _log_dropped(name, config, dropped):
+  for split, counts in dropped.items():
+    for reason, count in counts.items():
+      logging.info('%s/%s %s: dropped %d records (%s)', name, config, split, count, reason)
+
+
+def _split_name(split: str) -> str:
+  return _SPLIT_ALIASES.get(split, split)
+
+
+def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None,
+                  data_dir: str | os.PathLike, config: str | None = None) -> list[dict[str, Any]]:
+  """Builds `name` once into `data_dir` if needed, then reads `split` with `tfds.data_source`.
+
+  Args:
+    name: a dataset of `names()`.
+    split: `train`, `validation` (alias `dev`) or `test`.
+    manual_dir: folder with the upstream files (see each builder's MANUAL_DOWNLOAD_INSTRUCTIONS).
+    data_dir: TFDS data directory.
+    config: builder config, see `builder`.
+
+  Returns:
+    The examples in file order, as dicts of Python values (text decoded to `str`).
+
+  Raises:
+    FileNotFoundError: missing upstream files (names the expected paths).
+    FormatError: a malformed line (names file and line).
+    KeyError: `split` is not offered (its file is absent).
+  """
+  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config)
+  split = _split_name(split)
+  if split not in b.info.splits:
+    raise KeyError(f'{name}: split {split!r} not available (its file is absent); available: '
+                   f'{sorted(b.info.splits.keys())}')
+  full_name = f'{b.name}/{b.builder_config.name}:{b.version}' if b.builder_config else f'{b.name}:{b.version}'
+  source = tfds.data_source(full_name, split=split, data_dir=os.fspath(data_dir))
+  records = source.__getitems__(list(range(len(source))))
+  return [{k: _to_python(v) for k, v in r.items()} for r in records]
+
+
+def report(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | os.PathLike,
+           config: str | None = None) -> dict[str, Any]:
+  """Sizes and dropped-record counts of a (built) dataset, for the pipeline's data report.
+
+  Returns:
+    `{'name', 'config', 'num_examples': {split: n}, 'dropped': {split: {reason: n}},
+      'source_files': {split: [file names]}, 'build_seconds': float | None, 'data_dir': str}`.
+  """
+  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config)
+  meta = b.info.metadata
+  return {
+      'name': name,
+      'config': b.builder_config.name if b.builder_config else None,
+      'num_examples': {s: b.info.splits[s].num_examples for s in _base.SPLITS if s in b.info.splits},
+      'dropped': dict(meta.get('dropped', {})),
+      'source_files': dict(meta.get('source_files', {})),
+      'build_seconds': meta.get('build_seconds'),
+      'data_dir': os.fspath(b.data_dir),
+  }
+
+
+def _to_python(value):
+  if isinstance(value, bytes):
+    return value.decode('utf-8')
+  if isinstance(value, np.ndarray):
+    return [_to_python(v) for v in value.tolist()]
+  if isinstance(value, (list, tuple)):
+    return [_to_python(v) for v in value]
+  if isinstance(value, np.generic):
+    return value.item()
+  return value

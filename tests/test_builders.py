@@ -1,0 +1,369 @@
+"""TFDS builders over tiny fixtures in each upstream format (tests/fixtures/<dataset>/).
+
+The equivalent of `tfds.testing.DatasetBuilderTestCase` (which needs TensorFlow and dill, absent
+here): build from the fixture files into a tmp data_dir via manual_dir, check the split sizes and
+the exact content of examples against values written out by hand from the fixture files; plus the
+bad-input paths (missing files, malformed lines -> file and line named).
+"""
+import gzip
+import json
+import pathlib
+import shutil
+import sys
+
+import pytest
+
+from jax_structured.data import builders
+from jax_structured.data.builders import quora_qqp, snli, sst, trec, universal_dependencies
+
+
+def _load(name, fixtures_dir, tmp_path, split, config=None, sub=None):
+  return builders.load_examples(name, split, manual_dir=fixtures_dir / (sub or name),
+                                data_dir=tmp_path / 'tfds', config=config)
+
+
+def _report(name, fixtures_dir, tmp_path, config=None, sub=None):
+  return builders.report(name, manual_dir=fixtures_dir / (sub or name), data_dir=tmp_path / 'tfds',
+                         config=config)
+
+
+class _TensorflowImportRecorder:
+  """A meta-path finder that records every attempt to import tensorflow.
+
+  Availability probes (`importlib.util.find_spec('tensorflow')`, as etils does) are allowed;
+  an actual import is recorded and fails as it would without TensorFlow installed.
+  """
+
+  def __init__(self):
+    self.attempts = []
+
+  def find_spec(self, fullname, path=None, target=None):
+    if fullname.split('.')[0] != 'tensorflow':
+      return None
+    frame = sys._getframe(1)
+    while frame is not None:
+      code = frame.f_code
+      if code.co_name == 'find_spec' and 'importlib' in code.co_filename and 'util' in code.co_filename:
+        return None  # a probe, not an import
+      frame = frame.f_back
+    self.attempts.append(fullname)
+    raise ModuleNotFoundError(f'test: tensorflow must not be imported ({fullname})')
+
+
+@pytest.fixture
+def no_tensorflow():
+  recorder = _TensorflowImportRecorder()
+  sys.meta_path.insert(0, recorder)
+  try:
+    yield recorder
+  finally:
+    sys.meta_path.remove(recorder)
+  assert not recorder.attempts, recorder.attempts
+
+
+# ----------------------------------------------------------------------------------------- SST
+
+def test_sst_fine_build_and_content(fixtures_dir, tmp_path, no_tensorflow):
+  rep = _report('sst', fixtures_dir, tmp_path, config='fine')
+  assert rep['num_examples'] == {'train': 3, 'validation': 2, 'test': 2}
+  assert rep['dropped'] == {'train': {}, 'validation': {}, 'test': {}}
+  train = _load('sst', fixtures_dir, tmp_path, 'train', 'fine')
+  assert train == [
+      {'text': 'The Rock is great .', 'label': 3,
+       'tree': '(3 (2 (2 The) (2 Rock)) (4 (3 (2 is) (4 great)) (2 .)))'},
+      {'text': 'It is a film', 'label': 2, 'tree': '(2 (2 It) (2 (2 (2 is) (2 a)) (2 film)))'},
+      {'text': '8\u00a01\\/2 is awful .', 'label': 1,
+       'tree': '(1 (1 (2 8\u00a01\\/2) (1 (2 is) (0 awful))) (2 .))'},
+  ]
+  dev = _load('sst', fixtures_dir, tmp_path, 'dev', 'fine')  # 'dev' is an alias of 'validation'
+  assert [(e['text'], e['label']) for e in dev] == [('A masterpiece .', 4), ('Dreadful .', 0)]
+
+
+def test_sst_binary_drops_and_counts_neutral_roots(fixtures_dir, tmp_path):
+  rep = _report('sst', fixtures_dir, tmp_path, config='binary')
+  assert rep['num_examples'] == {'train': 2, 'validation': 2, 'test': 1}
+  assert rep['dropped'] == {'train': {'neutral_root': 1}, 'validation': {}, 'test': {'neutral_root': 1}}
+  assert [(e['text'], e['label']) for e in _load('sst', fixtures_dir, tmp_path, 'train', 'binary')] == [
+      ('The Rock is great .', 1), ('8\u00a01\\/2 is awful .', 0)]
+  assert [e['label'] for e in _load('sst', fixtures_dir, tmp_path, 'test', 'binary')] == [1]
+
+
+@pytest.mark.parametrize('line, message', [
+    ('(3 (2 a) (2 b)', 'unclosed'),
+    ('(3 (2 a) (2 b)))', 'unbalanced ")"'),
+    ('(x (2 a))', "label 'x' is not an integer"),
+    ('(7 (2 a))', 'outside 0-4'),
+    ('(3 (2 a b))', 'not closed right after its word'),
+    ('(3 word (2 a))', 'not closed right after its word'),
+    ('(3 (2 a) word)', 'outside a preterminal'),
+    ('(3 (2 a)) (2 b)', 'after the end of the tree'),
+    ('(3)', 'empty node'),
+    ('', 'empty line'),
+])
+def test_sst_parse_tree_rejects_malformed_trees(line, message):
+  with pytest.raises(ValueError, match=message.replace('(', r'\(').replace(')', r'\)')):
+    sst.parse_tree(line)
+
+
+def test_sst_parse_tree_leaves_and_root():
+  assert sst.parse_tree('(4 (3 (2 so) (4 good)) (2 !))') == (4, ['so', 'good', '!'])
+  assert sst.parse_tree('(0 bad)') == (0, ['bad'])
+
+
+def test_sst_malformed_line_names_file_and_line(tmp_path):
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  (manual / 'train.txt').write_text('(3 (2 fine) (3 tree))\n(2 (2 broken)\n')
+  with pytest.raises(ValueError, match=r'train\.txt:2: unbalanced'):
+    builders.load_examples('sst', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
+
+
+def test_missing_files_name_the_expected_paths(tmp_path):
+  (tmp_path / 'empty').mkdir()
+  with pytest.raises(FileNotFoundError) as err:
+    builders.load_examples('sst', 'train', manual_dir=tmp_path / 'empty', data_dir=tmp_path / 'tfds')
+  for name in ('train.txt', 'dev.txt', 'test.txt'):
+    assert str(tmp_path / 'empty' / name) in str(err.value)
+  assert 'trainDevTestTrees_PTB.zip' in str(err.value)  # how to get them
+  with pytest.raises(FileNotFoundError, match='ptb.valid.txt'):
+    builders.available_splits('ptb_lm', manual_dir=tmp_path / 'nowhere')
+
+
+def test_absent_split_is_not_offered(fixtures_dir, tmp_path):
+  assert builders.available_splits('trec', manual_dir=fixtures_dir / 'trec') == ['train', 'test']
+  with pytest.raises(KeyError, match="split 'validation' not available"):
+    _load('trec', fixtures_dir, tmp_path, 'validation')
+
+
+def test_unknown_dataset_and_config(fixtures_dir, tmp_path):
+  with pytest.raises(KeyError, match='unknown dataset'):
+    builders.load_examples('nope', 'train', manual_dir=tmp_path, data_dir=tmp_path)
+  with pytest.raises(ValueError, match="unknown config 'tiny'"):
+    _load('sst', fixtures_dir, tmp_path, 'train', 'tiny')
+  with pytest.raises(ValueError, match='has no configs'):
+    _load('trec', fixtures_dir, tmp_path, 'train', 'fine')
+
+
+def test_rebuilds_when_source_files_change(tmp_path):
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  (manual / 'ptb.train.txt').write_text(' a b \n')
+  first = builders.load_examples('ptb_lm', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
+  (manual / 'ptb.train.txt').write_text(' a b \n c \n')
+  second = builders.load_examples('ptb_lm', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
+  assert first == [{'text': ' a b '}]
+  assert second == [{'text': ' a b '}, {'text': ' c '}]
+  # Without manual_dir the prepared data is read as is.
+  assert builders.load_examples('ptb_lm', 'train', manual_dir=None, data_dir=tmp_path / 'tfds') == second
+
+
+# ---------------------------------------------------------------------------------------- TREC
+
+def test_trec_latin1_and_labels(fixtures_dir, tmp_path, no_tensorflow):
+  rep = _report('trec', fixtures_dir, tmp_path)
+  assert rep['num_examples'] == {'train': 4, 'test': 2}
+  train = _load('trec', fixtures_dir, tmp_path, 'train')
+  assert train[0] == {'text': 'How did serfdom develop in and then leave Russia ?',
+                      'label_coarse': 'DESC', 'label_fine': 'DESC:manner'}
+  assert train[2]['text'] == 'What sister\u00f0city of Tijuana is famous ?'  # byte 0xF0 in ISO-8859-1
+  assert [e['label_coarse'] for e in train] == ['DESC', 'ENTY', 'HUM', 'NUM']
+  assert [e['label_fine'] for e in _load('trec', fixtures_dir, tmp_path, 'test')] == ['NUM:dist', 'LOC:city']
+
+
+@pytest.mark.parametrize('line, message', [
+    ('DESCmanner How ?', 'COARSE:fine'),
+    ('FOO:bar What ?', "unknown coarse label 'FOO'"),
+    ('NUM:date', 'without a question'),
+])
+def test_trec_rejects_malformed_lines(line, message):
+  with pytest.raises(ValueError, match=message):
+    trec.parse_line(line)
+
+
+def test_trec_malformed_line_names_file_and_line(tmp_path):
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  (manual / 'TREC_10.label').write_bytes(b'NUM:dist How far ?\nLOC:city Where ?\nbroken line\n')
+  with pytest.raises(ValueError, match=r'TREC_10\.label:3: expected "COARSE:fine'):
+    builders.load_examples('trec', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
+
+
+# -------------------------------------------------------------------------------------- PTB LM
+
+def test_ptb_lm_lines_as_is(fixtures_dir, tmp_path, no_tensorflow):
+  rep = _report('ptb_lm', fixtures_dir, tmp_path)
+  assert rep['num_examples'] == {'train': 2, 'validation': 1, 'test': 2}
+  assert _load('ptb_lm', fixtures_dir, tmp_path, 'train') == [
+      {'text': " no it was n't black monday "},
+      {'text': " but while the new york stock exchange did n't fall apart "}]
+  assert _load('ptb_lm', fixtures_dir, tmp_path, 'test') == [{'text': ' the <unk> of N years '},
+                                                             {'text': ' the end '}]
+
+
+# ---------------------------------------------------------------------------------------- SNLI
+
+def test_snli_jsonl_and_gz_drop_no_gold_label(fixtures_dir, tmp_path, no_tensorflow):
+  rep = _report('snli', fixtures_dir, tmp_path)
+  assert rep['num_examples'] == {'validation': 2, 'test': 1}
+  assert rep['dropped'] == {'validation': {'no_gold_label': 1}, 'test': {'no_gold_label': 1}}
+  dev = _load('snli', fixtures_dir, tmp_path, 'validation')
+  assert dev[0] == {
+      'premise': 'Two women are embracing.', 'hypothesis': 'The sisters are hugging.',
+      'label': 'neutral', 'premise_binary_parse': '( Two women are embracing . )',
+      'hypothesis_binary_parse': '( The sisters are hugging . )', 'pair_id': '4705552913.jpg#2r1n'}
+  assert [e['label'] for e in dev] == ['neutral', 'entailment']
+  test = _load('snli', fixtures_dir, tmp_path, 'test')  # from snli_1.0_test.jsonl.gz
+  assert [(e['premise'], e['label']) for e in test] == [('A cat sleeps.', 'contradiction')]
+
+
+@pytest.mark.parametrize('record, message', [
+    ('{"gold_label": "neutral"', 'invalid JSON'),
+    ('[1, 2]', 'expected a JSON object'),
+    ('{"gold_label": "neutral", "sentence1": "a"}', "field 'sentence2'"),
+])
+def test_snli_rejects_malformed_records(record, message):
+  with pytest.raises(ValueError, match=message):
+    snli.parse_line(record)
+
+
+def test_snli_unknown_label_names_file_and_line(tmp_path):
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  good = {'gold_label': 'entailment', 'sentence1': 'a', 'sentence2': 'b', 'sentence1_binary_parse': 'a',
+          'sentence2_binary_parse': 'b', 'pairID': '1'}
+  with gzip.open(manual / 'snli_1.0_dev.jsonl.gz', 'wt') as f:
+    f.write(json.dumps(good) + '\n' + json.dumps(dict(good, gold_label='maybe')) + '\n')
+  with pytest.raises(ValueError, match=r"snli_1\.0_dev\.jsonl\.gz:2: unknown gold_label 'maybe'"):
+    builders.load_examples('snli', 'validation', manual_dir=manual, data_dir=tmp_path / 'tfds')
+
+
+def test_snli_plain_and_gzipped_copies_are_ambiguous(fixtures_dir, tmp_path):
+  manual = tmp_path / 'manual'
+  shutil.copytree(fixtures_dir / 'snli', manual)
+  shutil.copy(manual / 'snli_1.0_dev.jsonl', manual / 'snli_1.0_test.jsonl')
+  with pytest.raises(ValueError, match='ambiguous'):
+    builders.available_splits('snli', manual_dir=manual)
+
+
+# ----------------------------------------------------------------------------------- Quora QQP
+
+def test_quora_both_layouts(fixtures_dir, tmp_path, no_tensorflow):
+  rep = _report('quora_qqp', fixtures_dir, tmp_path)
+  assert rep['num_examples'] == {'train': 3, 'validation': 2, 'test': 1}
+  train = _load('quora_qqp', fixtures_dir, tmp_path, 'train')  # BiMPM: label, q1, q2, id
+  assert train[0] == {'question1': 'How do I get funding for my startup ?',
+                      'question2': 'How do I get seed funding ?', 'label': 1}
+  assert [e['label'] for e in train] == [1, 0, 1]
+  dev = _load('quora_qqp', fixtures_dir, tmp_path, 'validation')  # reformatted: q1, q2, label
+  assert dev == [{'question1': 'How do I learn Python ?',
+                  'question2': 'What is the best way to learn Python ?', 'label': 1},
+                 {'question1': 'Who are you ?', 'question2': 'Where is Paris ?', 'label': 0}]
+
+
+def test_quora_layout_detection():
+  assert quora_qqp.detect_layout('1\ta\tb\t7') == 'bimpm'
+  assert quora_qqp.detect_layout('a\tb\t0') == 'reformatted'
+  with pytest.raises(ValueError, match='neither'):
+    quora_qqp.detect_layout('a\tb')
+  with pytest.raises(ValueError, match="label '2'"):
+    quora_qqp.parse_line('a\tb\t2', 'reformatted')
+
+
+def test_quora_line_breaking_the_detected_layout(tmp_path):
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  (manual / 'test.tsv').write_text('1\ta\tb\t1\n0\tc\td\t2\nx\ty\t1\n')
+  with pytest.raises(ValueError, match=r'test\.tsv:3: expected 4 tab-separated fields .*layout bimpm'):
+    builders.load_examples('quora_qqp', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
+  (manual / 'test.tsv').write_text('only one field\n')
+  with pytest.raises(ValueError, match=r'test\.tsv:1: neither'):
+    builders.load_examples('quora_qqp', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
+
+
+# ------------------------------------------------------------------------ Universal Dependencies
+
+def test_ud_conllu_skips_ranges_and_empty_nodes(fixtures_dir, tmp_path, no_tensorflow):
+  rep = _report('universal_dependencies', fixtures_dir, tmp_path)  # treebank found: xx_test
+  assert rep['config'] == 'xx_test'
+  assert rep['num_examples'] == {'train': 2, 'test': 1}
+  train = _load('universal_dependencies', fixtures_dir, tmp_path, 'train', config='xx_test')
+  assert train[0] == {
+      'sent_id': 'doc1-0001', 'text': "I don't know.",
+      'tokens': ['I', 'do', "n't", 'know', '.'], 'lemmas': ['I', 'do', 'not', 'know', '.'],
+      'upos': ['PRON', 'AUX', 'PART', 'VERB', 'PUNCT'], 'xpos': ['PRP', 'VBP', 'RB', 'VB', '.'],
+      'heads': [4, 4, 4, 0, 4], 'deprels': ['nsubj', 'aux', 'advmod', 'root', 'punct']}
+  assert train[1]['tokens'] == ['Sue', 'left', 'and', 'Bob', 'too']  # 4.1 (empty node) skipped
+  assert train[1]['heads'] == [2, 0, 4, 2, 4]
+  test = _load('universal_dependencies', fixtures_dir, tmp_path, 'test')  # no blank line at EOF
+  assert [(e['sent_id'], e['tokens'], e['heads']) for e in test] == [('t-1', ['Hello', '!'], [0, 1])]
+
+
+def _conllu(*rows):
+  return [(i + 1, row) for i, row in enumerate(rows)]
+
+
+@pytest.mark.parametrize('rows, message', [
+    (['1\ta\ta\tX\tX\t_\t0\troot\t_'], r'f\.conllu:1: expected 10 tab-separated columns, got 9'),
+    (['1\ta\ta\tX\tX\t_\t0\troot\t_\t_', '2\tb\tb\tX\tX\t_\tone\tdep\t_\t_'],
+     r"f\.conllu:2: HEAD 'one' of token 2"),
+    (['1\ta\ta\tX\tX\t_\t0\troot\t_\t_', '3\tb\tb\tX\tX\t_\t1\tdep\t_\t_'], r'f\.conllu:2: ID 3 out of sequence'),
+    (['1\ta\ta\tX\tX\t_\t0\troot\t_\t_', '2\tb\tb\tX\tX\t_\t5\tdep\t_\t_'], r'f\.conllu:2: HEAD 5 outside'),
+    (['x\ta\ta\tX\tX\t_\t0\troot\t_\t_'], r"f\.conllu:1: ID 'x'"),
+    (['# sent_id = s', '1-2\tab\t_\t_\t_\t_\t_\t_\t_\t_'], r'f\.conllu:1: sentence without tokens'),
+])
+def test_ud_rejects_malformed_rows(rows, message):
+  with pytest.raises(ValueError, match=message):
+    list(universal_dependencies.parse_conllu(_conllu(*rows), 'f.conllu'))
+
+
+def test_ud_fallback_sent_id_and_text():
+  (sentence,) = universal_dependencies.parse_conllu(
+      _conllu('', '1\ta\ta\tX\tX\t_\t0\troot\t_\t_', '2\tb\tb\tX\tX\t_\t1\tdep\t_\t_'), 'dir/f.conllu')
+  assert sentence['sent_id'] == 'f.conllu:2' and sentence['text'] == 'a b'
+
+
+def test_ud_several_treebanks_need_a_config(fixtures_dir, tmp_path):
+  manual = tmp_path / 'manual'
+  shutil.copytree(fixtures_dir / 'universal_dependencies', manual)
+  shutil.copy(manual / 'xx_test-ud-test.conllu', manual / 'yy_other-ud-test.conllu')
+  with pytest.raises(ValueError, match=r"several treebanks .*\['xx_test', 'yy_other'\]; pass config="):
+    builders.available_splits('universal_dependencies', manual_dir=manual)
+  assert builders.available_splits('universal_dependencies', manual_dir=manual, config='yy_other') == ['test']
+
+
+# ------------------------------------------------------------------------------------- IWSLT15
+
+def test_iwslt_aligned_pairs(fixtures_dir, tmp_path, no_tensorflow):
+  rep = _report('iwslt15_en_vi', fixtures_dir, tmp_path)
+  assert rep['num_examples'] == {'validation': 2, 'test': 1}
+  assert _load('iwslt15_en_vi', fixtures_dir, tmp_path, 'test') == [{'en': 'I&apos;m here .', 'vi': 'Tôi ở đây .'}]
+  dev = _load('iwslt15_en_vi', fixtures_dir, tmp_path, 'validation')
+  assert dev[1] == {'en': 'This is not a finished story .', 'vi': 'Đây không phải là một câu chuyện kết thúc .'}
+
+
+def test_iwslt_mismatched_line_counts_name_both_files(fixtures_dir, tmp_path):
+  manual = tmp_path / 'manual'
+  shutil.copytree(fixtures_dir / 'iwslt15_en_vi', manual)
+  with open(manual / 'tst2013.vi', 'a', encoding='utf-8') as f:
+    f.write('Thêm một dòng .\n')
+  with pytest.raises(ValueError) as err:
+    builders.load_examples('iwslt15_en_vi', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
+  assert 'tst2013.en has 1 lines' in str(err.value) and 'tst2013.vi has 2' in str(err.value)
+  (manual / 'tst2012.vi').unlink()
+  with pytest.raises(FileNotFoundError, match=r'tst2012\.en has no counterpart: .*tst2012\.vi is missing'):
+    builders.available_splits('iwslt15_en_vi', manual_dir=manual)
+
+
+def test_undecodable_bytes_name_file_and_line(tmp_path):
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  (manual / 'tst2013.en').write_bytes(b'ok\nbad \xff byte\n')
+  (manual / 'tst2013.vi').write_text('a\nb\n')
+  with pytest.raises(ValueError, match=r'tst2013\.en:2: not valid utf-8'):
+    builders.load_examples('iwslt15_en_vi', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
+
+
+def test_names_lists_every_builder():
+  assert set(builders.names()) >= {'sst', 'trec', 'ptb_lm', 'snli', 'quora_qqp', 'universal_dependencies',
+                                   'iwslt15_en_vi'}
+  assert all(pathlib.Path(builders.BUILDERS[n].code_path).is_file() for n in builders.names())
