@@ -1,0 +1,406 @@
+"""Tests of jax_structured.trees._matrix_tree against independent float64 references.
+
+References: brute-force enumeration of all trees (tests/brute_force.py, n <= 6), a numpy/float64
+matrix-tree implementation written here (root node added explicitly; Koo's sum over root children),
+Cayley's formula for uniform potentials, finite differences (`check_grads`) and chi-square tests of
+sample frequencies against enumerated tree probabilities.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.stats
+from jax.test_util import check_grads
+
+import brute_force
+from jax_structured import trees
+from jax_structured.trees import _matrix_tree
+
+ROOT_MODES = [True, False]
+BIG = 1e4  # garbage written into padded entries
+
+
+def _random_problem(rng, lengths, n, std=1.0, dtype=np.float64):
+  """Batch of scores [B, n, n] / [B, n] with garbage (BIG) in every padded entry."""
+  b = len(lengths)
+  arc = rng.normal(scale=std, size=(b, n, n))
+  root = rng.normal(scale=std, size=(b, n))
+  for i, length in enumerate(lengths):
+    arc[i, length:, :] = BIG
+    arc[i, :, length:] = -BIG
+    root[i, length:] = BIG
+  return arc.astype(dtype), root.astype(dtype), np.asarray(lengths, np.int32)
+
+
+def _entropy_reference(arc, root, single_root):
+  _, p = brute_force.tree_probabilities(arc, root, single_root)
+  p = p[p > 0]
+  return float(-(p * np.log(p)).sum())
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_brute_force_padded_batch(single_root):
+  """log Z, marginals, grad(log Z), entropy and KL against enumeration, lengths 6/4/1/3 in one batch."""
+  rng = np.random.default_rng(0)
+  lengths = [6, 4, 1, 3]
+  arc, root, lens = _random_problem(rng, lengths, 6, std=1.5)
+  arc_q, root_q, _ = _random_problem(rng, lengths, 6, std=1.5)
+
+  with jax.debug_nans(True):
+    log_z = jax.jit(trees.log_partition, static_argnames='single_root')(
+        arc, root, lens, single_root=single_root)
+    arc_m, root_m = jax.jit(trees.marginals, static_argnames='single_root')(
+        arc, root, lens, single_root=single_root)
+    grad_arc, grad_root = jax.jit(jax.grad(
+        lambda a, r: trees.log_partition(a, r, lens, single_root=single_root).sum(), (0, 1)))(arc, root)
+    ent = jax.jit(trees.entropy, static_argnames='single_root')(arc, root, lens, single_root=single_root)
+    kl = jax.jit(trees.kl_divergence, static_argnames='single_root')(
+        arc, root, arc_q, root_q, lens, single_root=single_root)
+    # vmap over the batch of per-sentence calls gives the same as the batched call.
+    log_z_v, (arc_m_v, root_m_v) = jax.vmap(
+        lambda a, r, l: (trees.log_partition(a, r, l, single_root=single_root),
+                         trees.marginals(a, r, l, single_root=single_root)))(arc, root, lens)
+
+  for i, n in enumerate(lengths):
+    a, r = arc[i, :n, :n], root[i, :n]
+    ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(a, r, single_root)
+    np.testing.assert_allclose(log_z[i], ref_log_z, rtol=1e-10)
+    np.testing.assert_allclose(arc_m[i, :n, :n], ref_arc, atol=1e-10)
+    np.testing.assert_allclose(root_m[i, :n], ref_root, atol=1e-10)
+    np.testing.assert_allclose(grad_arc[i, :n, :n] * (1 - np.eye(n)), ref_arc, atol=1e-10)
+    np.testing.assert_allclose(grad_root[i, :n], ref_root, atol=1e-10)
+    np.testing.assert_allclose(ent[i], _entropy_reference(a, r, single_root), atol=1e-10)
+    # KL(p || q) by enumeration.
+    _, p = brute_force.tree_probabilities(a, r, single_root)
+    _, q = brute_force.tree_probabilities(arc_q[i, :n, :n], root_q[i, :n], single_root)
+    np.testing.assert_allclose(kl[i], float((p * (np.log(p) - np.log(q))).sum()), atol=1e-10)
+    # Padded outputs are exactly zero, and so is the gradient into padded (garbage) scores.
+    assert np.all(arc_m[i, n:, :] == 0) and np.all(arc_m[i, :, n:] == 0) and np.all(root_m[i, n:] == 0)
+    assert np.all(grad_arc[i, n:, :] == 0) and np.all(grad_arc[i, :, n:] == 0)
+    assert np.all(grad_root[i, n:] == 0)
+  np.testing.assert_allclose(log_z_v, log_z, rtol=1e-12)
+  np.testing.assert_allclose(arc_m_v, arc_m, atol=1e-12)
+  np.testing.assert_allclose(root_m_v, root_m, atol=1e-12)
+  np.testing.assert_allclose(kl[0] * 0 + trees.kl_divergence(arc, root, arc, root, lens,
+                                                             single_root=single_root), 0, atol=1e-10)
+
+
+def test_single_root_support_is_exact():
+  """A length-1 sentence: Z = exp(root score); single-root entropy of 2 words is over 2 trees."""
+  arc = np.array([[0.0, 0.3], [-0.7, 0.0]])
+  root = np.array([0.5, -0.2])
+  np.testing.assert_allclose(trees.log_partition(arc, root, 1), 0.5)
+  # Two words, single root: trees {0 <- ROOT, 0 -> 1} and {1 <- ROOT, 1 -> 0}.
+  expected = np.logaddexp(0.5 + 0.3, -0.2 - 0.7)
+  np.testing.assert_allclose(trees.log_partition(arc, root), expected, rtol=1e-12)
+  np.testing.assert_allclose(trees.log_partition(arc, root, 0), 0.0)
+
+
+def _numpy_multi_root(arc, root):
+  """Multi-root reference: Tutte's theorem on words + explicit ROOT node 0, then its minor."""
+  n = len(root)
+  weights = np.zeros((n + 1, n + 1))  # weights[h, m] over nodes (ROOT = 0, word i = i + 1)
+  weights[0, 1:] = np.exp(root)
+  weights[1:, 1:] = np.exp(arc) * (1 - np.eye(n))
+  full = np.diag(weights.sum(0)) - weights
+  minor = full[1:, 1:]
+  sign, log_z = np.linalg.slogdet(minor)
+  assert sign > 0
+  inv = np.linalg.inv(minor)
+  a = weights[1:, 1:]
+  arc_m = a * (np.diag(inv)[None, :] - inv.T)
+  return log_z, arc_m, np.exp(root) * np.diag(inv)
+
+
+def _numpy_single_root(arc, root, sum_over_roots):
+  """Single-root reference (Koo et al. 2007) in numpy float64.
+
+  log Z either as sum_m r[m] det(L with row/col m removed) (each root child m roots a spanning
+  arborescence of the words) or by the first-row replacement; marginals from its inverse.
+  """
+  n = len(root)
+  a = np.exp(arc) * (1 - np.eye(n))
+  lap = np.diag(a.sum(0)) - a
+  if sum_over_roots:
+    minors = np.stack([np.delete(np.delete(lap, m, 0), m, 1) for m in range(n)])
+    sign, logdets = np.linalg.slogdet(minors)
+    assert np.all(sign > 0)
+    log_z = np.logaddexp.reduce(root + logdets)
+    root_m = np.exp(root + logdets - log_z)
+  lap_bar = lap.copy()
+  lap_bar[0] = np.exp(root)
+  inv = np.linalg.inv(lap_bar)
+  if not sum_over_roots:
+    log_z = np.linalg.slogdet(lap_bar)[1]
+    root_m = np.exp(root) * inv[:, 0]
+  delta_m = (np.arange(n) != 0)[None, :]
+  delta_h = (np.arange(n) != 0)[:, None]
+  arc_m = a * (delta_m * np.diag(inv)[None, :] - delta_h * inv.T)
+  return log_z, arc_m, root_m
+
+
+@pytest.mark.parametrize('n,length', [(150, 150), (160, 151), (500, 377)])
+def test_numpy_reference_large(n, length):
+  rng = np.random.default_rng(n)
+  arc, root, lens = _random_problem(rng, [length], n, std=1.0)
+  a, r = arc[0, :length, :length], root[0, :length]
+  for single_root in ROOT_MODES:
+    log_z = trees.log_partition(arc, root, lens, single_root=single_root)
+    arc_m, root_m = trees.marginals(arc, root, lens, single_root=single_root)
+    if single_root:
+      ref = _numpy_single_root(a, r, sum_over_roots=n < 200)
+    else:
+      ref = _numpy_multi_root(a, r)
+    np.testing.assert_allclose(log_z[0], ref[0], rtol=1e-10)
+    np.testing.assert_allclose(arc_m[0, :length, :length], ref[1], atol=1e-9)
+    np.testing.assert_allclose(root_m[0, :length], ref[2], atol=1e-9)
+    assert np.all(arc_m[0, length:] == 0) and np.all(root_m[0, length:] == 0)
+
+
+def test_cayley_formula():
+  """Uniform potentials: n^(n-1) single-root trees, (n+1)^(n-1) multi-root trees; uniform marginals."""
+  lengths = np.array([1, 2, 3, 5, 8, 12, 30, 40], np.int32)
+  arc = jnp.zeros((len(lengths), 40, 40), jnp.float64)
+  root = jnp.zeros((len(lengths), 40), jnp.float64)
+  n = lengths.astype(np.float64)
+  log_z = jax.jit(trees.log_partition)(arc, root, lengths)
+  np.testing.assert_allclose(log_z, (n - 1) * np.log(n), rtol=1e-12, atol=1e-12)
+  log_z = trees.log_partition(arc, root, lengths, single_root=False)
+  np.testing.assert_allclose(log_z, (n - 1) * np.log(n + 1), rtol=1e-12, atol=1e-12)
+  # Single root: by symmetry every one of the n possible heads of a word has probability 1/n.
+  arc_m, root_m = trees.marginals(arc, root, lengths)
+  for i, length in enumerate(lengths):
+    np.testing.assert_allclose(root_m[i, :length], 1 / length, rtol=1e-10)
+    off = ~np.eye(length, dtype=bool)
+    np.testing.assert_allclose(arc_m[i, :length, :length][off], 1 / length, rtol=1e-10)
+  # Multi-root, n words: a word hangs from ROOT in (n+1)^(n-2) * 2 / ... ; use the count of forests:
+  # P(ROOT -> m) = #trees on n+1 labelled nodes with edge (ROOT, m) / (n+1)^(n-1) = 2 / (n + 1).
+  _, root_m = trees.marginals(arc, root, lengths, single_root=False)
+  for i, length in enumerate(lengths):
+    np.testing.assert_allclose(root_m[i, :length], 2 / (length + 1), rtol=1e-10)
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_check_grads(single_root):
+  """Finite differences of log_partition and marginals (order 2, forward and reverse), padded batch."""
+  rng = np.random.default_rng(1)
+  arc, root, lens = _random_problem(rng, [4, 3], 4)
+  arc[1, 3:, :] = 0.3  # moderate padding values so finite differences there stay meaningful
+  arc[1, :, 3:] = -0.2
+  root[1, 3:] = 0.1
+  log_z = jax.jit(lambda a, r: trees.log_partition(a, r, lens, single_root=single_root))
+  check_grads(log_z, (arc, root), order=2, modes=['fwd', 'rev'], eps=1e-4)
+  # A scalar loss through the marginals, as structured attention uses them.
+  weights = rng.normal(size=arc.shape)
+
+  @jax.jit
+  def loss(a, r):
+    arc_m, root_m = trees.marginals(a, r, lens, single_root=single_root)
+    return jnp.sum(weights * arc_m) + jnp.sum(jnp.cos(root_m))
+
+  check_grads(loss, (arc, root), order=1, modes=['fwd', 'rev'], eps=1e-4)
+  # The Hessian of log Z is the Jacobian of the marginals (off the ignored diagonal).
+  hess = jax.jit(jax.hessian(lambda a: log_z(a, root).sum()))(arc)
+  jac = jax.jit(jax.jacrev(lambda a: trees.marginals(a, root, lens, single_root=single_root)[0]))(arc)
+  off = (1 - np.eye(4))[None, :, :, None, None, None]
+  np.testing.assert_allclose(hess * off, jac * off, atol=1e-10)
+  assert np.abs(jac * off).max() > 1e-3
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_float32_stability(single_root):
+  """N(0, 3^2) at n=200 and |scores| <= 60 at n=500 in float32: no overflow, sums within 1e-3."""
+  rng = np.random.default_rng(2)
+  with jax.debug_nans(True):
+    arc, root, lens = _random_problem(rng, [200, 131], 200, std=3.0, dtype=np.float32)
+    arc_m, root_m = jax.jit(trees.marginals, static_argnames='single_root')(
+        arc, root, lens, single_root=single_root)
+    assert arc_m.dtype == jnp.float32
+    totals = np.asarray(arc_m.sum(-2) + root_m)
+    np.testing.assert_allclose(totals[0], 1.0, atol=1e-3)
+    np.testing.assert_allclose(totals[1, :131], 1.0, atol=1e-3)
+    assert np.all(totals[1, 131:] == 0)
+    if single_root:
+      np.testing.assert_allclose(root_m.sum(-1), 1.0, atol=1e-3)
+    arc = rng.uniform(-60, 60, size=(1, 500, 500)).astype(np.float32)
+    root = rng.uniform(-60, 60, size=(1, 500)).astype(np.float32)
+    log_z = trees.log_partition(arc, root, single_root=single_root)
+    arc_m, root_m = trees.marginals(arc, root, single_root=single_root)
+  assert log_z.dtype == jnp.float32 and np.isfinite(log_z).all()
+  log_z64 = trees.log_partition(arc.astype(np.float64), root.astype(np.float64), single_root=single_root)
+  np.testing.assert_allclose(log_z, log_z64, rtol=1e-5)
+  np.testing.assert_allclose(arc_m.sum(-2) + root_m, 1.0, atol=1e-3)
+  assert float(arc_m.min()) >= -1e-3 and float(root_m.min()) >= -1e-3
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_forbidden_arcs(single_root):
+  """-inf arcs get exactly 0 marginal; everything else matches enumeration; gradients stay finite."""
+  rng = np.random.default_rng(3)
+  arc, root, lens = _random_problem(rng, [5, 4], 5)
+  arc[0, 1, 2] = arc[0, 3, 2] = arc[0, 0, 4] = -np.inf
+  arc[1, 2, 0] = -np.inf
+  root[0, 1] = -np.inf
+  with jax.debug_nans(True):
+    arc_m, root_m = trees.marginals(arc, root, lens, single_root=single_root)
+    ent = trees.entropy(arc, root, lens, single_root=single_root)
+    grads = jax.grad(lambda a, r: trees.log_partition(a, r, lens, single_root=single_root).sum(),
+                     (0, 1))(arc, root)
+    grad_through_marginals = jax.grad(
+        lambda a: jnp.sum(trees.marginals(a, root, lens, single_root=single_root)[0] ** 2))(arc)
+  assert arc_m[0, 1, 2] == 0 and arc_m[0, 3, 2] == 0 and arc_m[0, 0, 4] == 0 and arc_m[1, 2, 0] == 0
+  assert root_m[0, 1] == 0
+  assert np.isfinite(grads[0]).all() and np.isfinite(grads[1]).all()
+  assert np.isfinite(grad_through_marginals).all()
+  for i, n in enumerate([5, 4]):
+    ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc[i, :n, :n], root[i, :n], single_root)
+    np.testing.assert_allclose(trees.log_partition(arc[i], root[i], n, single_root=single_root),
+                               ref_log_z, rtol=1e-10)
+    np.testing.assert_allclose(arc_m[i, :n, :n], ref_arc, atol=1e-10)
+    np.testing.assert_allclose(root_m[i, :n], ref_root, atol=1e-10)
+    np.testing.assert_allclose(ent[i], _entropy_reference(arc[i, :n, :n], root[i, :n], single_root),
+                               atol=1e-10)
+  # q forbids an arc that p allows: KL(p || q) = +inf; the reverse stays finite.
+  arc_q = arc.copy()
+  arc_q[0, 2, 1] = -np.inf
+  kl = trees.kl_divergence(arc, root, arc_q, root, lens, single_root=single_root)
+  assert kl[0] == np.inf and kl[1] == 0
+  assert np.isfinite(trees.kl_divergence(arc_q, root, arc, root, lens, single_root=single_root)).all()
+
+
+def test_non_finite_input_is_isolated():
+  """NaN / +inf real scores or a word without allowed heads: NaN for that batch element only."""
+  rng = np.random.default_rng(4)
+  arc, root, lens = _random_problem(rng, [4, 4, 4, 4, 3], 4)
+  arc[1, 0, 2] = np.nan
+  arc[2, 3, 1] = np.inf
+  arc[3, :, 2] = -np.inf  # word 2 has no allowed head ...
+  root[3, 2] = -np.inf  # ... not even ROOT
+  arc[4, 3, :] = np.nan  # NaN in padding is never read
+  arc[4, :, 3] = np.nan
+  root[4, 3] = np.nan
+  for single_root in ROOT_MODES:
+    log_z = jax.jit(trees.log_partition)(arc, root, lens) if single_root else (
+        trees.log_partition(arc, root, lens, single_root=False))
+    arc_m, root_m = trees.marginals(arc, root, lens, single_root=single_root)
+    ent = trees.entropy(arc, root, lens, single_root=single_root)
+    grad = jax.grad(lambda a: trees.log_partition(a, root, lens, single_root=single_root).sum())(arc)
+    assert np.all(np.isnan(log_z[1:4])) and np.all(np.isnan(ent[1:4]))
+    assert np.all(np.isnan(root_m[1:4]).any(-1))
+    for i in (0, 4):
+      n = lens[i]
+      clean_log_z = trees.log_partition(arc[i, :n, :n], root[i, :n], single_root=single_root)
+      clean_arc, clean_root = trees.marginals(arc[i, :n, :n], root[i, :n], single_root=single_root)
+      np.testing.assert_allclose(log_z[i], clean_log_z, rtol=1e-12)
+      np.testing.assert_allclose(arc_m[i, :n, :n], clean_arc, atol=1e-12)
+      np.testing.assert_allclose(root_m[i, :n], clean_root, atol=1e-12)
+      assert np.isfinite(ent[i]) and np.isfinite(grad[i]).all()
+      np.testing.assert_allclose(grad[i, :n, :n] * (1 - np.eye(n)), clean_arc, atol=1e-12)
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_score_and_log_prob(single_root):
+  """Over all trees (n=4, padded to 5): score matches brute force and exp(log_prob) sums to 1."""
+  rng = np.random.default_rng(5)
+  arc, root, _ = _random_problem(rng, [4], 5)
+  all_trees = brute_force.all_trees(4, single_root)
+  heads = np.full((len(all_trees), 5), -1, np.int32)
+  heads[:, :4] = all_trees
+  heads[:, 4] = 2  # ignored: past the length
+  batch_arc = np.broadcast_to(arc, (len(all_trees), 5, 5))
+  batch_root = np.broadcast_to(root, (len(all_trees), 5))
+  with jax.debug_nans(True):
+    scores = jax.jit(trees.score)(batch_arc, batch_root, heads, 4)
+    log_p = jax.jit(trees.log_prob, static_argnames='single_root')(
+        batch_arc, batch_root, heads, 4, single_root=single_root)
+    log_p_v = jax.vmap(lambda h: trees.log_prob(arc[0], root[0], h, 4, single_root=single_root))(heads)
+  np.testing.assert_allclose(scores, brute_force.tree_scores(arc[0, :4, :4], root[0, :4], all_trees),
+                             rtol=1e-12)
+  _, probs = brute_force.tree_probabilities(arc[0, :4, :4], root[0, :4], single_root)
+  np.testing.assert_allclose(np.exp(log_p), probs, rtol=1e-10)
+  np.testing.assert_allclose(log_p_v, log_p, rtol=1e-12)
+  np.testing.assert_allclose(np.exp(log_p).sum(), 1.0, rtol=1e-10)
+
+
+def _chi_square_p_value(samples, single_root, arc, root, forbidden=None):
+  """p-value of the sample counts against the enumerated tree probabilities (all trees in support)."""
+  n = len(root)
+  all_trees, probs = brute_force.tree_probabilities(arc, root, single_root)
+  codes = ((all_trees + 1) * (n + 1) ** np.arange(n)).sum(-1)
+  sample_codes = ((np.asarray(samples) + 1) * (n + 1) ** np.arange(n)).sum(-1)
+  index = {c: i for i, c in enumerate(codes)}
+  assert all(c in index for c in np.unique(sample_codes)), 'a sample is not a tree of this root mode'
+  counts = np.bincount([index[c] for c in sample_codes], minlength=len(codes))
+  support = probs > 0
+  assert counts[~support].sum() == 0, 'a tree with a forbidden arc was sampled'
+  expected = probs[support] * len(samples)
+  stat = ((counts[support] - expected) ** 2 / expected).sum()
+  return scipy.stats.chi2.sf(stat, support.sum() - 1)
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_sample_frequencies(single_root):
+  """20000 samples (fixed seed) of two padded sentences match the Gibbs distribution (chi-square)."""
+  rng = np.random.default_rng(6)
+  arc, root, lens = _random_problem(rng, [4, 3], 4)
+  arc[1, 1, 0] = -np.inf  # never sampled
+  num_samples = 20000
+  with jax.debug_nans(True):
+    heads = jax.jit(trees.sample, static_argnames=('single_root', 'num_samples'))(
+        jax.random.key(0), arc, root, lens, single_root=single_root, num_samples=num_samples)
+  assert heads.shape == (num_samples, 2, 4) and heads.dtype == jnp.int32
+  assert np.all(heads[:, 1, 3] == -1)
+  for i, n in enumerate([4, 3]):
+    p_value = _chi_square_p_value(heads[:, i, :n], single_root, arc[i, :n, :n], root[i, :n])
+    assert p_value > 1e-3, p_value
+  # The test has power: samples drawn from the product of the marginals restricted to trees (a
+  # plausible but wrong sampler) are rejected.
+  all_trees, probs = brute_force.tree_probabilities(arc[0], root[0], single_root)
+  arc_m, root_m = trees.marginals(arc[0], root[0], single_root=single_root)
+  m = np.arange(4)
+  wrong = np.where(all_trees == -1, root_m[m], arc_m[np.maximum(all_trees, 0), m]).prod(-1)
+  wrong /= wrong.sum()
+  draws = all_trees[np.random.default_rng(0).choice(len(all_trees), num_samples, p=wrong)]
+  assert _chi_square_p_value(draws, single_root, arc[0], root[0]) < 1e-3
+  # vmap over sentences gives valid samples too.
+  heads_v = jax.vmap(lambda k, a, r, l: trees.sample(k, a, r, l, single_root=single_root))(
+      jax.random.split(jax.random.key(1), 2), arc, root, lens)
+  assert heads_v.shape == (2, 4) and heads_v[1, 3] == -1
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_samples_are_trees_float32(single_root):
+  """Float32 samples at n=40 with padding are valid trees of the right root mode."""
+  rng = np.random.default_rng(7)
+  arc, root, lens = _random_problem(rng, [40, 23], 40, std=3.0, dtype=np.float32)
+  heads = np.asarray(trees.sample(jax.random.key(2), arc, root, lens, single_root=single_root,
+                                  num_samples=8))
+  assert heads.shape == (8, 2, 40)
+  for s in range(8):
+    for i, n in enumerate([40, 23]):
+      h = heads[s, i]
+      assert np.all(h[n:] == -1)
+      assert brute_force._is_tree(tuple(h[:n]))
+      assert np.all((h[:n] >= -1) & (h[:n] < n) & (h[:n] != np.arange(n)))
+      if single_root:
+        assert (h[:n] == -1).sum() == 1
+  single = trees.sample(jax.random.key(3), arc[0], root[0], single_root=single_root)
+  assert single.shape == (40,)
+
+
+def test_bad_input_errors():
+  arc = np.zeros((2, 3, 3))
+  with pytest.raises(ValueError, match=r'arc_scores must have shape \[..., n, n\]'):
+    trees.log_partition(np.zeros((3, 4)), np.zeros(3))
+  with pytest.raises(ValueError, match='root_scores must have shape'):
+    trees.marginals(arc, np.zeros((2, 4)))
+  with pytest.raises(ValueError, match='lengths'):
+    trees.log_partition(arc, np.zeros((2, 3)), np.array([1, 2, 3]))
+  with pytest.raises(ValueError, match='lengths must be integers'):
+    trees.log_partition(arc, np.zeros((2, 3)), np.array([1.0, 2.0]))
+  with pytest.raises(ValueError, match='heads must have shape'):
+    trees.score(arc, np.zeros((2, 3)), np.zeros((2, 4), np.int32))
+  with pytest.raises(ValueError, match='num_samples'):
+    trees.sample(jax.random.key(0), arc, np.zeros((2, 3)), num_samples=0)
+  assert _matrix_tree.__all__ == ['entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
+                                  'sample', 'score']
