@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from jax_structured.data import builders
-from jax_structured.data.builders import quora_qqp, snli, sst, trec, universal_dependencies
+from jax_structured.data.builders import (document_classification, quora_qqp, snli, sst, text_classification,
+                                         trec, universal_dependencies)
 
 
 def _load(name, fixtures_dir, tmp_path, split, config=None, sub=None):
@@ -364,6 +365,132 @@ def test_undecodable_bytes_name_file_and_line(tmp_path):
 
 
 def test_names_lists_every_builder():
-  assert set(builders.names()) >= {'sst', 'trec', 'ptb_lm', 'snli', 'quora_qqp', 'universal_dependencies',
-                                   'iwslt15_en_vi'}
+  assert builders.names() == sorted(['sst', 'trec', 'ptb_lm', 'snli', 'quora_qqp', 'universal_dependencies',
+                                     'iwslt15_en_vi', 'document_classification', 'text_classification'])
   assert all(pathlib.Path(builders.BUILDERS[n].code_path).is_file() for n in builders.names())
+
+
+# ----------------------------------------------------------------------- Document classification
+
+@pytest.mark.parametrize('config, splits, first', [
+    ('yelp13', {'train': 2, 'validation': 1, 'test': 1},
+     {'sentences': ['great food .', 'friendly staff !'], 'label': '4'}),
+    ('yelp14', {'train': 1}, {'sentences': ['slow service .', 'cold fries .'], 'label': '2'}),
+    ('imdb', {'train': 2, 'test': 1}, {'sentences': ['a masterpiece .', 'watch it .'], 'label': '10'}),
+    ('yahoo', {'train': 2, 'test': 1},
+     {'sentences': ['Why is the sky blue?\nI wonder\nwhy it is blue.\nRayleigh scattering\nof sunlight.'],
+      'label': '5'}),
+    ('amazon', {'train': 2, 'test': 1},
+     {'sentences': ['Okay product\nIt works, mostly.\nBattery is weak.'], 'label': '3'}),
+    ('convote', {'train': 2, 'validation': 1, 'test': 1},
+     {'sentences': ['mr. speaker , i rise in support of this bill . it is a good bill .'], 'label': 'N'}),
+])
+def test_document_classification_formats(config, splits, first, fixtures_dir, tmp_path, no_tensorflow):
+  sub = f'document_classification/{config}'
+  rep = _report('document_classification', fixtures_dir, tmp_path, config=config, sub=sub)
+  assert rep['num_examples'] == splits
+  first_split = next(iter(splits))
+  examples = _load('document_classification', fixtures_dir, tmp_path, first_split, config=config, sub=sub)
+  assert examples[0] == first
+
+
+def test_document_classification_details(fixtures_dir, tmp_path):
+  sub = 'document_classification/'
+  yahoo = _load('document_classification', fixtures_dir, tmp_path, 'train', 'yahoo', sub + 'yahoo')
+  assert yahoo[1] == {'sentences': ['Best team?\nDepends, "really" on you.'], 'label': '9'}  # "" unquoted
+  convote = _load('document_classification', fixtures_dir, tmp_path, 'train', 'convote', sub + 'convote')
+  assert [e['label'] for e in convote] == ['N', 'Y']  # ..._DON.txt, ..._RMY.txt
+  rep = _report('document_classification', fixtures_dir, tmp_path, 'csfd', sub + 'csfd')
+  assert rep['num_examples'] == {'train': 4} and rep['dropped'] == {'train': {'empty_line': 1}}
+  csfd = _load('document_classification', fixtures_dir, tmp_path, 'train', 'csfd', sub + 'csfd')
+  assert [(e['label'], e['sentences']) for e in csfd] == [
+      ('negative', ['Nuda a ztráta času.']), ('neutral', ['Dá se na to dívat.']),
+      ('positive', ['Skvělý film, doporučuji.']), ('positive', ['Nejlepší role Tom Hankse.'])]
+  # yelp15 test file only; convote found from convote_v1.1/ as well as from data_stage_one/.
+  assert builders.available_splits('document_classification', manual_dir=fixtures_dir / sub / 'yelp15',
+                                   config='yelp15') == ['test']
+  assert builders.available_splits(
+      'document_classification', config='convote',
+      manual_dir=fixtures_dir / sub / 'convote' / 'convote_v1.1' / 'data_stage_one') == ['train', 'validation', 'test']
+
+
+def test_document_classification_needs_a_config(fixtures_dir, tmp_path):
+  with pytest.raises(ValueError, match="needs a config, one of .*'yelp13'"):
+    _load('document_classification', fixtures_dir, tmp_path, 'train', sub='document_classification/yelp13')
+
+
+@pytest.mark.parametrize('line, message', [
+    ('u\t\tp\t\t4', 'expected 4 fields'),
+    ('u\t\tp\t\t6\t\ttext .', "rating '6' is not an integer in 1..5"),
+    ('u\t\tp\t\tfour\t\ttext .', "rating 'four'"),
+    ('u\t\tp\t\t4\t\t <sssss> ', 'document without text'),
+])
+def test_tang_rejects_malformed_lines(line, message):
+  with pytest.raises(ValueError, match=message):
+    document_classification.parse_tang_line(line, 5)
+
+
+def test_document_malformed_inputs_name_file_and_line(tmp_path):
+  manual = tmp_path / 'imdb'
+  manual.mkdir()
+  (manual / 'imdb.dev.txt.ss').write_text('u\t\tp\t\t3\t\tfine .\nu\t\tp\t\t11\t\ttoo high .\n')
+  with pytest.raises(ValueError, match=r"imdb\.dev\.txt\.ss:2: rating '11' is not an integer in 1\.\.10"):
+    builders.load_examples('document_classification', 'dev', manual_dir=manual, data_dir=tmp_path / 'tfds',
+                           config='imdb')
+  manual = tmp_path / 'amazon'
+  manual.mkdir()
+  # Row 2 spans lines 2-3 (a quoted newline); row 3 starts on line 4 and has 2 columns.
+  (manual / 'test.csv').write_text('"1","a","b"\n"2","c","multi\nline"\n"3","only two"\n')
+  with pytest.raises(ValueError, match=r'test\.csv:4: expected 3 comma-separated columns, got 2'):
+    builders.load_examples('document_classification', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds',
+                           config='amazon')
+  manual = tmp_path / 'convote' / 'data_stage_one' / 'test_set'
+  manual.mkdir(parents=True)
+  (manual / 'speech_one.txt').write_text('text\n')
+  with pytest.raises(ValueError, match=r"speech_one\.txt: convote file name 'speech_one\.txt' does not match"):
+    builders.available_splits('document_classification', manual_dir=tmp_path / 'convote', config='convote')
+  manual = tmp_path / 'csfd'
+  manual.mkdir()
+  (manual / 'positive.txt').write_text('good\n')
+  with pytest.raises(FileNotFoundError, match='negative.txt.*all three classes are needed'):
+    builders.available_splits('document_classification', manual_dir=manual, config='csfd')
+
+
+# --------------------------------------------------------------------------- Text classification
+
+def test_text_classification_tsv_and_jsonl(fixtures_dir, tmp_path, no_tensorflow):
+  rep = _report('text_classification', fixtures_dir, tmp_path, sub='text_classification/tsv_data')
+  assert rep['config'] == 'tsv_data'  # named after the folder
+  assert rep['num_examples'] == {'train': 2, 'validation': 1, 'test': 1}
+  assert _load('text_classification', fixtures_dir, tmp_path, 'train', sub='text_classification/tsv_data') == [
+      {'text': 'Korean input system. It supports many methods.', 'label': 'utils'},
+      {'text': 'A puzzle game.\tWith a tab inside.', 'label': 'games'}]
+  rep = _report('text_classification', fixtures_dir, tmp_path, sub='text_classification/jsonl_data')
+  assert rep['num_examples'] == {'train': 2, 'validation': 1}
+  assert _load('text_classification', fixtures_dir, tmp_path, 'train', sub='text_classification/jsonl_data') == [
+      {'text': 'I loved it.', 'label': 'pos'}, {'text': 'Awful.', 'label': '0'}]
+
+
+@pytest.mark.parametrize('parse, line, message', [
+    (text_classification.parse_tsv_line, 'no tab here', 'found no tab'),
+    (text_classification.parse_tsv_line, '\tsome text', 'empty label'),
+    (text_classification.parse_tsv_line, 'pos\t  ', 'empty text'),
+    (text_classification.parse_jsonl_line, '{"text": "a"}', '"label" must be'),
+    (text_classification.parse_jsonl_line, '{"text": "a", "label": true}', '"label" must be'),
+    (text_classification.parse_jsonl_line, '{"label": "x"}', '"text"'),
+    (text_classification.parse_jsonl_line, 'text\tlabel', 'invalid JSON'),
+])
+def test_text_classification_rejects_malformed_lines(parse, line, message):
+  with pytest.raises(ValueError, match=message):
+    parse(line)
+
+
+def test_text_classification_errors_name_file_and_line(tmp_path):
+  manual = tmp_path / 'mine'
+  manual.mkdir()
+  (manual / 'train.tsv').write_text('a\tone\n\nb\ttwo\n')
+  with pytest.raises(ValueError, match=r'train\.tsv:2: expected "label<TAB>text"'):
+    builders.load_examples('text_classification', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
+  (manual / 'train.jsonl').write_text('{"text": "a", "label": "b"}\n')
+  with pytest.raises(ValueError, match=r"ambiguous.*\['train\.tsv', 'train\.jsonl'\]"):
+    builders.available_splits('text_classification', manual_dir=manual)

@@ -25,16 +25,19 @@ import tensorflow_datasets as tfds
 
 from jax_structured.data.builders import _base
 from jax_structured.data.builders._base import FormatError
+from jax_structured.data.builders.document_classification import DocumentClassification
 from jax_structured.data.builders.iwslt15_en_vi import Iwslt15EnVi
 from jax_structured.data.builders.ptb_lm import PtbLm
 from jax_structured.data.builders.quora_qqp import QuoraQqp
 from jax_structured.data.builders.snli import Snli
 from jax_structured.data.builders.sst import Sst
+from jax_structured.data.builders.text_classification import TextClassification
 from jax_structured.data.builders.trec import Trec
 from jax_structured.data.builders.universal_dependencies import UniversalDependencies
 
 BUILDERS: dict[str, type[_base.ManualBuilder]] = {
-    cls.name: cls for cls in (Sst, Trec, PtbLm, Snli, QuoraQqp, UniversalDependencies, Iwslt15EnVi)
+    cls.name: cls for cls in (Sst, Trec, PtbLm, Snli, QuoraQqp, UniversalDependencies, Iwslt15EnVi,
+                              DocumentClassification, TextClassification)
 }
 
 _SPLIT_ALIASES = {'dev': 'validation', 'valid': 'validation'}

@@ -1,0 +1,110 @@
+"""Users' own text classification data: a folder of `train` / `dev` (or `validation`) / `test` files.
+
+Each file is either
+- `<split>.tsv`: one example a line, `label<TAB>text` (the first tab separates; the text may
+  contain further tabs), or
+- `<split>.jsonl`: one JSON object a line with a string `text` and a string or integer `label`
+  (other keys are ignored).
+Features: `{'text': str, 'label': str}`. The config names the dataset (default: the folder's name),
+so several user datasets can share one data_dir. Blank lines are errors (nothing is skipped).
+"""
+from __future__ import annotations
+
+import collections
+import json
+import pathlib
+import re
+from typing import Iterator, Sequence
+
+import tensorflow_datasets as tfds
+
+from jax_structured.data.builders import _base
+
+_STEMS = {'train': ('train',), 'validation': ('dev', 'validation'), 'test': ('test',)}
+_FORMATS = ('.tsv', '.jsonl')
+
+
+def parse_tsv_line(line: str) -> dict[str, str]:
+  """`label<TAB>text` -> `{'text', 'label'}`.
+
+  Raises:
+    ValueError: no tab, an empty label or an empty text.
+  """
+  label, tab, text = line.partition('\t')
+  if not tab:
+    raise ValueError('expected "label<TAB>text", found no tab')
+  if not label.strip():
+    raise ValueError('empty label')
+  if not text.strip():
+    raise ValueError(f'empty text for label {label!r}')
+  return {'text': text, 'label': label.strip()}
+
+
+def parse_jsonl_line(line: str) -> dict[str, str]:
+  """`{"text": ..., "label": ...}` -> `{'text', 'label'}` (an integer label becomes its str).
+
+  Raises:
+    ValueError: invalid JSON, not an object, a missing/non-string text, a missing/empty label.
+  """
+  try:
+    record = json.loads(line)
+  except json.JSONDecodeError as e:
+    raise ValueError(f'invalid JSON: {e}') from None
+  if not isinstance(record, dict):
+    raise ValueError(f'expected a JSON object, got {type(record).__name__}')
+  text, label = record.get('text'), record.get('label')
+  if not isinstance(text, str) or not text.strip():
+    raise ValueError('missing, empty or non-string "text"')
+  if isinstance(label, bool) or not isinstance(label, (str, int)) or not str(label).strip():
+    raise ValueError(f'"label" must be a non-empty string or an integer, got {label!r}')
+  return {'text': text, 'label': str(label).strip()}
+
+
+class TextClassification(_base.ManualBuilder, skip_registration=True):
+  """Single-text classification from `label<TAB>text` or jsonl files."""
+
+  name = 'text_classification'
+  DYNAMIC_CONFIGS = True
+  DESCRIPTION = __doc__
+  MANUAL_DOWNLOAD_INSTRUCTIONS = """
+  Put your own train.tsv / dev.tsv (or validation.tsv) / test.tsv files (`label<TAB>text`), or the
+  same names with .jsonl ({"text": ..., "label": ...} per line), into manual_dir.
+  """
+
+  @classmethod
+  def features(cls):
+    return {'text': tfds.features.Text(), 'label': tfds.features.Text()}
+
+  @classmethod
+  def resolve_config(cls, config: str | None, manual_dir) -> str:
+    """`config`, or the name of `manual_dir` made a valid config name."""
+    if config is None:
+      if manual_dir is None:
+        raise ValueError('text_classification: pass config= (a name for the dataset)')
+      config = pathlib.Path(manual_dir).resolve().name
+      config = re.sub(r'[^\w.-]+', '_', config) or 'data'
+    if not re.fullmatch(r'[\w.-]+', config):
+      raise ValueError(f'text_classification: invalid config name {config!r} (letters, digits, _ . -)')
+    return config
+
+  @classmethod
+  def source_files(cls, manual_dir, config_name):
+    manual_dir = pathlib.Path(manual_dir)
+    files = {}
+    for split, stems in _STEMS.items():
+      path = _base.find_file(manual_dir, [f'{stem}{ext}' for stem in stems for ext in _FORMATS])
+      if path is not None:
+        files[split] = [path]
+    if not files:
+      raise _base.missing_files_error(
+          'text_classification', manual_dir,
+          [f'{stem}{ext}' for stems in _STEMS.values() for stem in stems for ext in _FORMATS],
+          cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
+    return files
+
+  def _examples(self, split: str, files: Sequence[pathlib.Path],
+                dropped: collections.Counter) -> Iterator[dict]:
+    for path in files:
+      parse = parse_tsv_line if path.suffix == '.tsv' else parse_jsonl_line
+      for _, example in _base.parse_lines(path, parse):
+        yield example
