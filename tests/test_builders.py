@@ -117,6 +117,10 @@ def test_sst_malformed_line_names_file_and_line(tmp_path):
   (manual / 'train.txt').write_text('(3 (2 fine) (3 tree))\n(2 (2 broken)\n')
   with pytest.raises(ValueError, match=r'train\.txt:2: unbalanced'):
     builders.load_examples('sst', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
+  # The failed build leaves nothing half-written behind: fixing the file is enough.
+  (manual / 'train.txt').write_text('(3 (2 fine) (3 tree))\n(2 (2 mended))\n')
+  assert [e['text'] for e in builders.load_examples('sst', 'train', manual_dir=manual,
+                                                    data_dir=tmp_path / 'tfds')] == ['fine tree', 'mended']
 
 
 def test_missing_files_name_the_expected_paths(tmp_path):

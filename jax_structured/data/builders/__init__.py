@@ -66,7 +66,7 @@ def _config(cls: type[_base.ManualBuilder], config: str | None, manual_dir) -> s
       raise ValueError(f'dataset {cls.name!r} has no configs, got config={config!r}')
     return None
   if config is None:
-    if getattr(cls, 'REQUIRE_CONFIG', False):
+    if cls.REQUIRE_CONFIG:
       raise ValueError(f'dataset {cls.name!r} needs a config, one of {known}')
     return known[0]
   if config not in known:

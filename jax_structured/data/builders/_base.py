@@ -164,6 +164,13 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   CITATION: ClassVar[str] = ''
   # Configs whose name is free (a treebank, a user's dataset) rather than one of BUILDER_CONFIGS.
   DYNAMIC_CONFIGS: ClassVar[bool] = False
+  # True: `load_examples(config=None)` is an error rather than the first of BUILDER_CONFIGS.
+  REQUIRE_CONFIG: ClassVar[bool] = False
+
+  @classmethod
+  def resolve_config(cls, config: str | None, manual_dir: PathLike | None) -> str:
+    """The config name of a DYNAMIC_CONFIGS builder (given, or derived from `manual_dir`)."""
+    raise NotImplementedError(f'{cls.name} has fixed BUILDER_CONFIGS')
 
   @classmethod
   @abc.abstractmethod
