@@ -1,1 +1,36 @@
-"""jax_structured.training."""
+"""Training platform: train loop, optimisers, data parallelism, checkpoints, metrics, evaluation.
+
+Entry points (launchers only parse flags and call these):
+  `train_and_evaluate(config, workdir) -> dict`   train (auto-resume), evaluate, write metrics.json
+  `evaluate(workdir, split, checkpoint='best')`   evaluate a saved run on one split
+  `load_trained(workdir, checkpoint='best')`      -> Trained(config, model, variables, vocab,
+                                                   label_names, extras, step, task)
+Tasks (`tasks.register`), optimisers (`optimizers`), the config keys (`config.optimizer_defaults`,
+`config.train_defaults`) and the pure steps (`steps.train_step` / `steps.eval_step`) are public too.
+"""
+from jax_structured.training import checkpoints
+from jax_structured.training import config
+from jax_structured.training import optimizers
+from jax_structured.training import parallel
+from jax_structured.training import steps
+from jax_structured.training import tasks
+from jax_structured.training.checkpoints import CheckpointError
+from jax_structured.training.config import optimizer_defaults
+from jax_structured.training.config import train_defaults
+from jax_structured.training.steps import TrainState
+from jax_structured.training.steps import eval_step
+from jax_structured.training.steps import train_step
+from jax_structured.training.trainer import Trained
+from jax_structured.training.trainer import build_model
+from jax_structured.training.trainer import evaluate
+from jax_structured.training.trainer import load_trained
+from jax_structured.training.trainer import maybe_initialize_distributed
+from jax_structured.training.trainer import register_model
+from jax_structured.training.trainer import train_and_evaluate
+
+__all__ = [
+    'CheckpointError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'config', 'eval_step',
+    'evaluate', 'load_trained', 'maybe_initialize_distributed', 'optimizer_defaults', 'optimizers',
+    'parallel', 'register_model', 'steps', 'tasks', 'train_and_evaluate', 'train_defaults',
+    'train_step',
+]

@@ -1,0 +1,265 @@
+"""Orbax checkpoints and the files saved beside them in a workdir.
+
+Workdir layout (written by process 0; Orbax coordinates the processes for checkpoints):
+
+  config.json, config.py   the resolved config (`config.py` rebuilds it: `get_config()`)
+  vocab.json               the vocabulary tokens (`data.Vocabulary.save`)
+  labels.json              the label names
+  extras.json              JSON-able `TaskData.extras` (Vocabulary values as {'__vocabulary__': tokens})
+  run.json                 task / data facts needed to rebuild the model without the data
+  checkpoints/<step>/      Orbax CheckpointManager: items 'state' (the TrainState) and 'meta' (JSON:
+                           loop position, best dev metric, plateau state, fingerprint of the state)
+
+Saves are atomic (Orbax writes a temporary directory and renames it when complete; unfinished
+temporary directories are ignored and cleaned up), so a checkpoint is never half-written. The
+manager keeps the latest checkpoint and the best one by the dev metric (`best_fn`). A checkpoint
+whose files were damaged is detected on restore -- Orbax fails to read it, or the restored arrays no
+longer match the SHA-256 fingerprint saved with them -- and reported with its path; nothing is deleted.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Mapping
+
+import jax
+import ml_collections
+import numpy as np
+import orbax.checkpoint as ocp
+from orbax.checkpoint import checkpoint_managers
+
+from jax_structured.training import config as config_lib
+
+CHECKPOINT_DIR = 'checkpoints'
+
+
+class CheckpointError(ValueError):
+  """A checkpoint (or the files beside it) cannot be used; the message names the path."""
+
+
+def fingerprint(tree: Any) -> str:
+  """SHA-256 over every leaf's path, dtype, shape and bytes (host copies of replicated arrays)."""
+  digest = hashlib.sha256()
+  for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+      leaf = leaf.addressable_data(0)
+    arr = np.ascontiguousarray(np.asarray(leaf))
+    digest.update(jax.tree_util.keystr(path).encode())
+    digest.update(f'{arr.dtype.str}{arr.shape}'.encode())
+    digest.update(arr.tobytes())
+  return digest.hexdigest()
+
+
+def _is_primary() -> bool:
+  return jax.process_index() == 0
+
+
+def _write_json(path: str, value: Any) -> None:
+  """Atomic JSON write (temporary file + rename), process 0 only."""
+  if not _is_primary():
+    return
+  tmp = f'{path}.tmp-{os.getpid()}'
+  with open(tmp, 'w', encoding='utf-8') as f:
+    json.dump(value, f, indent=2, sort_keys=True, ensure_ascii=False)
+  os.replace(tmp, path)
+
+
+def _read_json(path: str) -> Any:
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'{path} does not exist')
+  try:
+    with open(path, encoding='utf-8') as f:
+      return json.load(f)
+  except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    raise CheckpointError(f'{path} is corrupted: {e}') from e
+
+
+# --- the files beside the checkpoints ---------------------------------------------------------------
+
+def check_config(workdir: str, config: ml_collections.ConfigDict) -> None:
+  """Raises when `workdir` was trained with a config incompatible with `config` (resume check).
+
+  Only `train.*`, `parallel`, `distributed` and `variants` may differ (see
+  `config.RESUMABLE_PREFIXES`). The error names every differing key with both values.
+  """
+  path = os.path.join(workdir, 'config.json')
+  if not os.path.exists(path):
+    if os.path.isdir(os.path.join(workdir, CHECKPOINT_DIR)) and os.listdir(
+        os.path.join(workdir, CHECKPOINT_DIR)):
+      raise CheckpointError(f'{workdir} holds checkpoints but no config.json: cannot check that they '
+                            'belong to this config; use a fresh workdir')
+    return
+  diff = config_lib.incompatible_keys(_read_json(path), config_lib.to_dict(config))
+  if diff:
+    raise CheckpointError(f'workdir {workdir} holds a run of another config ({path}); differing keys:\n  '
+                          + '\n  '.join(diff) + '\nuse a fresh --workdir or the same config')
+
+
+def write_config(workdir: str, config: ml_collections.ConfigDict) -> None:
+  """Writes config.json and config.py (whose `get_config()` returns the same ConfigDict)."""
+  as_dict = config_lib.to_dict(config)
+  _write_json(os.path.join(workdir, 'config.json'), as_dict)
+  if _is_primary():
+    source = ('"""The resolved config of this run (written by jax_structured.training)."""\n'
+              'import json\n\nimport ml_collections\n\n_CONFIG = json.loads(r"""\n'
+              f'{json.dumps(as_dict, indent=2, sort_keys=True)}\n""")\n\n\n'
+              'def get_config():\n  return ml_collections.ConfigDict(_CONFIG)\n')
+    tmp = os.path.join(workdir, f'config.py.tmp-{os.getpid()}')
+    with open(tmp, 'w', encoding='utf-8') as f:
+      f.write(source)
+    os.replace(tmp, os.path.join(workdir, 'config.py'))
+
+
+def read_config(workdir: str) -> ml_collections.ConfigDict:
+  path = os.path.join(workdir, 'config.json')
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'workdir {workdir} has no config.json: not a training workdir (or training '
+                            'has not started)')
+  return ml_collections.ConfigDict(_read_json(path))
+
+
+def write_run_files(workdir: str, *, vocab, label_names, extras: Mapping[str, Any],
+                    run_info: Mapping[str, Any]) -> None:
+  """Writes vocab.json, labels.json, extras.json and run.json (process 0)."""
+  if _is_primary():
+    vocab.save(os.path.join(workdir, 'vocab.json'))
+  _write_json(os.path.join(workdir, 'labels.json'), list(label_names))
+  _write_json(os.path.join(workdir, 'extras.json'), _encode_extras(extras))
+  _write_json(os.path.join(workdir, 'run.json'), dict(run_info))
+
+
+def read_run_files(workdir: str) -> dict[str, Any]:
+  """{'vocab', 'label_names', 'extras', 'run_info'} saved by `write_run_files`."""
+  from jax_structured import data  # pylint: disable=g-import-not-at-top
+  vocab_path = os.path.join(workdir, 'vocab.json')
+  try:
+    vocab = data.Vocabulary.load(vocab_path)
+  except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    raise CheckpointError(f'{vocab_path} is corrupted: {e}') from e
+  extras_path = os.path.join(workdir, 'extras.json')
+  extras = _decode_extras(_read_json(extras_path)) if os.path.exists(extras_path) else {}
+  return {'vocab': vocab, 'label_names': _read_json(os.path.join(workdir, 'labels.json')),
+          'extras': extras, 'run_info': _read_json(os.path.join(workdir, 'run.json'))}
+
+
+def _encode_extras(extras: Mapping[str, Any]) -> dict[str, Any]:
+  from jax_structured import data  # pylint: disable=g-import-not-at-top
+  out = {}
+  for key, value in extras.items():
+    if isinstance(value, data.Vocabulary):
+      out[key] = {'__vocabulary__': value.tokens}
+      continue
+    if isinstance(value, np.ndarray):
+      value = value.tolist()
+    try:
+      json.dumps(value)
+    except TypeError:
+      continue  # not JSON-able (e.g. arrays of embeddings): not needed to rebuild the model
+    out[key] = value
+  return out
+
+
+def _decode_extras(encoded: Mapping[str, Any]) -> dict[str, Any]:
+  from jax_structured import data  # pylint: disable=g-import-not-at-top
+  return {k: data.Vocabulary(v['__vocabulary__']) if isinstance(v, dict) and '__vocabulary__' in v else v
+          for k, v in encoded.items()}
+
+
+# --- the checkpoints --------------------------------------------------------------------------------
+
+class Checkpoints:
+  """Latest + best-by-dev-metric Orbax checkpoints of a TrainState in `<workdir>/checkpoints`.
+
+  Args:
+    workdir: the run directory.
+    dev_metric: the metric name ranking checkpoints (`metrics[dev_metric]` passed to `save`).
+    higher_is_better: ranking direction.
+    read_only: open an existing directory for restoring only (an error naming the workdir when
+      there is no checkpoint).
+  """
+
+  def __init__(self, workdir: str, *, dev_metric: str, higher_is_better: bool, read_only: bool = False):
+    self.workdir = os.path.abspath(workdir)
+    self.directory = os.path.join(self.workdir, CHECKPOINT_DIR)
+    if read_only and not os.path.isdir(self.directory):
+      raise FileNotFoundError(f'no checkpoint in workdir {workdir}: {self.directory} does not exist')
+
+    def best_fn(metrics):
+      # Ties go to the earliest step (the one early stopping / the loop's history calls best).
+      step = metrics.get('step', 0)
+      return (metrics[dev_metric], -step if higher_is_better else step)
+
+    policy = checkpoint_managers.AnyPreservationPolicy([
+        checkpoint_managers.LatestN(n=1),
+        checkpoint_managers.BestN(get_metric_fn=best_fn, reverse=not higher_is_better, n=1,
+                                  keep_checkpoints_without_metrics=False),
+    ])
+    options = ocp.CheckpointManagerOptions(
+        best_fn=best_fn, best_mode='max' if higher_is_better else 'min',
+        preservation_policy=None if read_only else policy, enable_async_checkpointing=False,
+        create=not read_only, read_only=read_only, cleanup_tmp_directories=not read_only,
+        save_interval_steps=0 if read_only else 1)
+    self.manager = ocp.CheckpointManager(self.directory, options=options, item_names=('state', 'meta'))
+
+  def step_path(self, step: int) -> str:
+    return os.path.join(self.directory, str(step))
+
+  def latest_step(self) -> int | None:
+    return self.manager.latest_step()
+
+  def best_step(self) -> int | None:
+    return self.manager.best_step()
+
+  def all_steps(self) -> list[int]:
+    return list(self.manager.all_steps())
+
+  def save(self, step: int, state: Any, meta: Mapping[str, Any],
+           metrics: Mapping[str, float] | None = None) -> None:
+    """Saves `state` (replicated arrays) and JSON `meta` at `step` (synchronously, atomically)."""
+    meta = dict(meta, fingerprint=fingerprint(state), step=int(step))
+    self.manager.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+                                                         meta=ocp.args.JsonSave(meta)),
+                      metrics=dict(metrics, step=int(step)) if metrics else None, force=True)
+    self.manager.wait_until_finished()
+
+  def resolve(self, which: str | int) -> int:
+    """'best' | 'latest' | a step -> a saved step (errors name the workdir)."""
+    steps = self.all_steps()
+    if not steps:
+      raise FileNotFoundError(f'no checkpoint in workdir {self.workdir} ({self.directory} is empty)')
+    if which == 'latest':
+      return self.latest_step()
+    if which == 'best':
+      step = self.best_step()
+      return self.latest_step() if step is None else step
+    if isinstance(which, int) or str(which).isdigit():
+      if int(which) not in steps:
+        raise FileNotFoundError(f'no checkpoint for step {which} in {self.directory}; saved: {steps}')
+      return int(which)
+    raise ValueError(f"checkpoint must be 'best', 'latest' or a step, got {which!r}")
+
+  def restore(self, step: int, abstract_state: Any) -> tuple[Any, dict[str, Any]]:
+    """Restores (state, meta) of `step` into `abstract_state` (ShapeDtypeStructs with shardings).
+
+    Raises:
+      CheckpointError naming the checkpoint path when it cannot be read or its arrays do not match
+      the fingerprint saved with them (damaged files).
+    """
+    path = self.step_path(step)
+    try:
+      restored = self.manager.restore(step, args=ocp.args.Composite(
+          state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
+    except Exception as e:  # pylint: disable=broad-except  (Orbax / tensorstore raise many types)
+      raise CheckpointError(f'checkpoint {path} is corrupted or unreadable '
+                            f'({type(e).__name__}: {str(e)[:500]})') from e
+    state, meta = restored['state'], restored['meta']
+    if not isinstance(meta, dict) or 'fingerprint' not in meta:
+      raise CheckpointError(f'checkpoint {path} is corrupted: its meta item has no fingerprint')
+    if fingerprint(state) != meta['fingerprint']:
+      raise CheckpointError(f'checkpoint {path} is corrupted: the restored arrays do not match the '
+                            'SHA-256 fingerprint saved with them')
+    return state, meta
+
+  def close(self) -> None:
+    self.manager.close()

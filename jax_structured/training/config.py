@@ -1,0 +1,199 @@
+"""The training sections of a config: their keys and defaults, validation, overrides and comparison.
+
+The training code reads `config.optimizer` and `config.train` through `optimizer_config(config)` and
+`train_config(config)`: every key they know is listed in `OPTIMIZER_DEFAULTS` / `TRAIN_DEFAULTS`
+(a config file may leave a key out to get its default; a key not listed there is an error naming it,
+so a typo never silently falls back to a default). Config files should start from
+`optimizer_defaults()` / `train_defaults()` so that every key is overridable from the command line
+(`--config.optimizer.learning_rate=0.1`; `config_flags` rejects keys that do not exist).
+
+Top-level keys read by training: `seed` (int), `task` ('' = the data kind), `parallel`
+('shard_map' | 'pmap' | 'none'), `distributed` (bool), `variants` (optional ConfigDict of
+name -> {dotted key: value}), `data.batch_size`, `model.single_root` (optional, default True).
+The config is never mutated: resolved copies are returned.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Mapping
+
+import ml_collections
+
+OPTIMIZER_DEFAULTS: dict[str, Any] = {
+    # 'adagrad' | 'adam' | 'adadelta' | 'sgd'.
+    'name': 'adam',
+    'learning_rate': 1e-3,
+    # adagrad: initial accumulator value (0.1 as in TF's AdagradOptimizer used by Liu & Lapata 2018).
+    'initial_accumulator': 0.1,
+    'eps': 1e-8,  # adam / adagrad / adadelta epsilon (adadelta: 1e-6 is Zeiler's; set it explicitly)
+    'b1': 0.9,  # adam
+    'b2': 0.999,  # adam
+    'rho': 0.95,  # adadelta decay
+    'momentum': 0.0,  # sgd (0 = plain SGD)
+    'nesterov': False,  # sgd
+    # L2 regularisation added to the gradient (g + weight_decay * w) of every non-embedding parameter.
+    'weight_decay': 0.0,
+    'clip_norm': 0.0,  # global-norm clipping threshold (0 = off); Cheng et al. 2016 use 5
+    # Learning rate schedule: 'constant' | 'warmup_cosine' | 'exponential' | 'linear'.
+    'schedule': 'constant',
+    'warmup_steps': 0,
+    'decay_steps': 0,  # cosine / linear horizon (0 = all training steps); exponential period
+    'decay_rate': 1.0,  # exponential: lr * decay_rate ** (step / decay_steps)
+    'end_learning_rate': 0.0,  # linear / cosine final value
+    # Decay on plateau: lr *= plateau_factor after `plateau_patience` evaluations without an
+    # improvement of the dev metric by more than `plateau_threshold` (relative); 1.0 = off.
+    # Cheng et al. (2016), PTB: sgd, learning_rate 0.65, plateau_factor 0.85.
+    'plateau_factor': 1.0,
+    'plateau_patience': 1,
+    'plateau_threshold': 0.0,
+    # Parameter groups: a parameter is an embedding when its '/'-joined path matches this regex.
+    'embedding_pattern': '(?i)embed',
+    # Gradients of embeddings are multiplied by `embedding_grad_scale` during the first
+    # `embedding_scale_epochs` epochs (Cheng et al. 2016: 0.35 in epoch 1 for GloVe vectors).
+    'embedding_grad_scale': 1.0,
+    'embedding_scale_epochs': 1,
+    'freeze_embeddings': False,  # embeddings never change
+}
+
+TRAIN_DEFAULTS: dict[str, Any] = {
+    'num_epochs': 10,
+    'num_steps': 0,  # > 0: stop after this many steps (overrides num_epochs)
+    'eval_every_steps': 0,  # 0 = evaluate (and checkpoint) at the end of every epoch
+    'checkpoint_every_steps': 0,  # > 0: also save the latest state every this many steps
+    'log_every_steps': 50,
+    'early_stopping_patience': 0,  # stop after this many evaluations without improvement (0 = off)
+    'eval_batch_size': 0,  # 0 = data.batch_size
+    'shuffle': True,
+    'render_trees': 0,  # > 0: after training call viz.induce.induce_trees(num_pictures=render_trees)
+}
+
+PARALLEL_MODES = ('shard_map', 'pmap', 'none')
+OPTIMIZERS = ('adagrad', 'adam', 'adadelta', 'sgd')
+SCHEDULES = ('constant', 'warmup_cosine', 'exponential', 'linear')
+
+
+def optimizer_defaults() -> ml_collections.ConfigDict:
+  """A fresh ConfigDict with every optimizer key and its default (start config files from it)."""
+  return ml_collections.ConfigDict(copy.deepcopy(OPTIMIZER_DEFAULTS))
+
+
+def train_defaults() -> ml_collections.ConfigDict:
+  """A fresh ConfigDict with every train key and its default (start config files from it)."""
+  return ml_collections.ConfigDict(copy.deepcopy(TRAIN_DEFAULTS))
+
+
+def _resolve(section: Any, defaults: Mapping[str, Any], where: str) -> ml_collections.ConfigDict:
+  out = ml_collections.ConfigDict(copy.deepcopy(dict(defaults)))
+  if section is None:
+    return out
+  given = section.to_dict() if isinstance(section, ml_collections.ConfigDict) else dict(section)
+  unknown = sorted(set(given) - set(defaults))
+  if unknown:
+    raise ValueError(f'unknown key(s) {", ".join(f"{where}.{k}" for k in unknown)}; '
+                     f'known keys of {where}: {sorted(defaults)}')
+  for key, value in given.items():
+    default = defaults[key]
+    if isinstance(default, bool) != isinstance(value, bool) or (
+        isinstance(default, (int, float)) and not isinstance(value, (int, float))) or (
+            isinstance(default, str) and not isinstance(value, str)):
+      raise TypeError(f'{where}.{key} must be a {type(default).__name__}, got {value!r}')
+    if isinstance(default, float):
+      value = float(value)
+    out[key] = value
+  return out
+
+
+def optimizer_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """`config.optimizer` merged over `OPTIMIZER_DEFAULTS` (a new ConfigDict), validated.
+
+  Raises:
+    ValueError / TypeError naming `config.optimizer.<key>` for unknown keys, wrong types or values.
+  """
+  opt = _resolve(config.get('optimizer'), OPTIMIZER_DEFAULTS, 'config.optimizer')
+  if opt.name not in OPTIMIZERS:
+    raise ValueError(f'config.optimizer.name={opt.name!r} is not one of {OPTIMIZERS}')
+  if opt.schedule not in SCHEDULES:
+    raise ValueError(f'config.optimizer.schedule={opt.schedule!r} is not one of {SCHEDULES}')
+  for key in ('learning_rate', 'weight_decay', 'clip_norm', 'initial_accumulator', 'momentum'):
+    if opt[key] < 0:
+      raise ValueError(f'config.optimizer.{key} must be >= 0, got {opt[key]}')
+  if not 0 < opt.plateau_factor <= 1:
+    raise ValueError(f'config.optimizer.plateau_factor must be in (0, 1], got {opt.plateau_factor}')
+  if opt.schedule == 'exponential' and opt.decay_steps <= 0:
+    raise ValueError('config.optimizer.decay_steps must be > 0 for schedule="exponential"')
+  return opt
+
+
+def train_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """`config.train` merged over `TRAIN_DEFAULTS` (a new ConfigDict), validated."""
+  train = _resolve(config.get('train'), TRAIN_DEFAULTS, 'config.train')
+  if train.num_epochs <= 0 and train.num_steps <= 0:
+    raise ValueError('one of config.train.num_epochs, config.train.num_steps must be > 0')
+  return train
+
+
+def parallel_mode(config: ml_collections.ConfigDict) -> str:
+  mode = config.get('parallel', 'shard_map') or 'shard_map'
+  if mode not in PARALLEL_MODES:
+    raise ValueError(f'config.parallel={mode!r} is not one of {PARALLEL_MODES}')
+  return mode
+
+
+def to_dict(config: ml_collections.ConfigDict) -> dict[str, Any]:
+  """A JSON-able plain dict of the resolved config (FieldReferences resolved, tuples as lists)."""
+  return json.loads(config.to_json_best_effort(sort_keys=True))
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
+  """{'a': {'b': 1}} -> {'a.b': 1}."""
+  out = {}
+  for key, value in tree.items():
+    name = f'{prefix}{key}'
+    if isinstance(value, Mapping):
+      out.update(flatten(value, name + '.'))
+    else:
+      out[name] = value
+  return out
+
+
+# Keys that may change when a run resumes from its checkpoints (they do not change what is stored).
+RESUMABLE_PREFIXES = ('train.', 'parallel', 'distributed', 'variants')
+
+
+def incompatible_keys(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+  """Dotted keys whose values differ between two config dicts, ignoring `RESUMABLE_PREFIXES`.
+
+  Returns:
+    Sorted lines 'key: saved=... current=...' (missing keys shown as <absent>).
+  """
+  a, b = flatten(saved), flatten(current)
+  lines = []
+  for key in sorted(set(a) | set(b)):
+    if key.startswith(RESUMABLE_PREFIXES):
+      continue
+    va, vb = a.get(key, '<absent>'), b.get(key, '<absent>')
+    if va != vb:
+      lines.append(f'{key}: saved={va!r} current={vb!r}')
+  return lines
+
+
+def with_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, Any],
+                   where: str = 'overrides') -> ml_collections.ConfigDict:
+  """A copy of `config` with dotted-key overrides applied ({'model.attention': 'none'}).
+
+  Raises:
+    KeyError naming the dotted key (and `where`) when it does not exist in `config`.
+  """
+  out = ml_collections.ConfigDict(to_dict(config))
+  for dotted, value in overrides.items():
+    node, parts = out, dotted.split('.')
+    for i, part in enumerate(parts):
+      if not isinstance(node, ml_collections.ConfigDict) or part not in node:
+        raise KeyError(f'{where}: key {dotted!r} does not exist in the config '
+                       f'(no {".".join(parts[:i + 1])!r})')
+      if i < len(parts) - 1:
+        node = node[part]
+    value = value.to_dict() if isinstance(value, ml_collections.ConfigDict) else value
+    node[parts[-1]] = value
+  return out

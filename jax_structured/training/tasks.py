@@ -1,0 +1,207 @@
+"""Tasks: how model outputs and a batch become the training objective and evaluation metrics.
+
+The training loop is generic over a task looked up by `config.task` (default: the data `kind`).
+A task class is registered with `@tasks.register('name')` and instantiated with the config. It provides
+
+* `loss_and_metrics(outputs, batch) -> (loss, {name: (sum, count)})`: `loss` is the mean objective over
+  the real examples/tokens of the batch (padding examples have `example_mask = 0`); the metrics dict
+  MUST contain `'loss': (loss_sum, count)` with `loss == loss_sum / max(count, 1)` -- data parallelism
+  uses `count` to weight each shard, so the averaged gradient is exactly the one of the global batch.
+* `eval_metrics(outputs, batch, intermediates) -> {name: (sum, count)}`: extra evaluation metrics. The
+  default reports the UAS of `trees.mst` trees decoded from sown `arc_scores` / `root_scores` /
+  `lengths` against gold `heads` when both exist (`tree_uas_metrics`).
+* `summarize({name: (sum, count)}) -> {name: float}`: default `sum / count`.
+* `dev_metric` (a key of the summary) and `higher_is_better`.
+
+All functions run inside jit / shard_map / pmap on one shard of the batch; sums and counts are
+then added over shards, so they must be plain sums (never means).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping
+
+from flax import traverse_util
+import jax
+import jax.numpy as jnp
+import ml_collections
+
+from jax_structured import trees
+
+Metrics = dict[str, tuple[jax.Array, jax.Array]]
+
+_TASKS: dict[str, type] = {}
+
+
+def register(name: str) -> Callable[[type], type]:
+  """Class decorator registering a task under `name` (an error if the name is taken)."""
+  def wrap(cls):
+    if name in _TASKS and _TASKS[name] is not cls:
+      raise ValueError(f'task {name!r} registered twice ({_TASKS[name].__name__}, {cls.__name__})')
+    _TASKS[name] = cls
+    return cls
+  return wrap
+
+
+def names() -> list[str]:
+  return sorted(_TASKS)
+
+
+def get(name: str) -> type:
+  if name not in _TASKS:
+    raise KeyError(f'unknown task {name!r} (config.task or the data kind); known: {names()}')
+  return _TASKS[name]
+
+
+def build(config: ml_collections.ConfigDict, kind: str) -> 'Task':
+  """The task of `config.task`, or of the data `kind` when `config.task` is empty/absent."""
+  name = config.get('task') or kind
+  return get(name)(config)
+
+
+class Task:
+  """Base class: subclasses implement `loss_and_metrics` and set `dev_metric`/`higher_is_better`."""
+  dev_metric: str = 'loss'
+  higher_is_better: bool = False
+
+  def __init__(self, config: ml_collections.ConfigDict | None = None):
+    self.config = config
+    model = config.get('model') if config is not None else None
+    self.single_root = bool(model.get('single_root', True)) if model is not None else True
+
+  def loss_and_metrics(self, outputs: Any, batch: Mapping[str, jax.Array]) -> tuple[jax.Array, Metrics]:
+    raise NotImplementedError(f'{type(self).__name__} must implement loss_and_metrics')
+
+  def eval_metrics(self, outputs: Any, batch: Mapping[str, jax.Array],
+                   intermediates: Mapping[str, Any]) -> Metrics:
+    del outputs
+    return tree_uas_metrics(intermediates, batch, single_root=self.single_root)
+
+  def summarize(self, sums: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+    return {name: float(s) / float(c) if c else float('nan') for name, (s, c) in sums.items()}
+
+  def is_better(self, value: float, best: float | None) -> bool:
+    if best is None or math.isnan(best):
+      return not math.isnan(value)
+    return value > best if self.higher_is_better else value < best
+
+
+def example_weights(batch: Mapping[str, jax.Array], dtype=jnp.float32) -> jax.Array:
+  """`example_mask [B]` as `dtype` (all ones when the batch has none, e.g. LM stream batches)."""
+  if 'example_mask' in batch:
+    return batch['example_mask'].astype(dtype)
+  first = next(iter(batch.values()))
+  return jnp.ones(first.shape[:1], dtype)
+
+
+def _nll(logits: jax.Array, labels: jax.Array) -> jax.Array:
+  logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+  return -jnp.take_along_axis(logp, labels[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+
+@register('sentence')
+@register('document')
+@register('pair')
+class Classification(Task):
+  """Cross-entropy classification of `label [B]` from logits `[B, C]`; dev metric accuracy.
+
+  loss = sum_b w_b * -log softmax(logits_b)[label_b] / sum_b w_b, with w = `example_mask`.
+  """
+  dev_metric = 'accuracy'
+  higher_is_better = True
+
+  def loss_and_metrics(self, outputs, batch):
+    logits = outputs
+    w = example_weights(batch)
+    nll = _nll(logits, batch['label'])
+    count = w.sum()
+    loss_sum = (nll * w).sum()
+    correct = ((jnp.argmax(logits, -1) == batch['label']) * w).sum()
+    loss = loss_sum / jnp.maximum(count, 1.0)
+    return loss, {'loss': (loss_sum, count), 'accuracy': (correct, count)}
+
+
+@register('lm')
+class LanguageModel(Task):
+  """Next-token NLL of `targets [B, T]` from logits `[B, T, V]` over `mask [B, T]` (x `example_mask`).
+
+  Batches without `targets` use `tokens[:, 1:]` as targets of `logits[:, :-1]` with `lengths - 1`
+  target positions. perplexity = exp(total NLL / tokens) (Cheng et al. 2016, Section 4.1).
+  """
+  dev_metric = 'perplexity'
+  higher_is_better = False
+
+  def loss_and_metrics(self, outputs, batch):
+    logits = outputs
+    if 'targets' in batch:
+      targets = batch['targets']
+      if 'mask' in batch:
+        mask = batch['mask'].astype(jnp.float32)
+      else:
+        mask = (jnp.arange(targets.shape[1])[None] < batch['lengths'][:, None]).astype(jnp.float32)
+    else:
+      targets, logits = batch['tokens'][:, 1:], logits[:, :-1]
+      mask = (jnp.arange(targets.shape[1])[None] < batch['lengths'][:, None] - 1).astype(jnp.float32)
+    mask = mask * example_weights(batch)[:, None]
+    nll = _nll(logits, targets)
+    count = mask.sum()
+    nll_sum = (nll * mask).sum()
+    return nll_sum / jnp.maximum(count, 1.0), {'loss': (nll_sum, count), 'nll': (nll_sum, count)}
+
+  def summarize(self, sums):
+    out = super().summarize(sums)
+    s, c = sums['nll']
+    out['perplexity'] = math.exp(float(s) / float(c)) if c else float('nan')
+    return out
+
+
+def tree_uas_metrics(intermediates: Mapping[str, Any], batch: Mapping[str, jax.Array], *,
+                     single_root: bool = True) -> Metrics:
+  """Unlabelled attachment score of `trees.mst` trees from sown scores against gold `heads`.
+
+  For every sown `<prefix>arc_scores [..., n, n]` with sibling `<prefix>root_scores [..., n]` and
+  `<prefix>lengths [...]` (prefix '', 'sentence_', 'document_', ...), whose leading shape holds as
+  many trees as the gold `<prefix>heads` (or `heads`) `[..., n]`, reports
+  `<prefix>uas = (#real words whose predicted head == gold head, #real words)`; real words are
+  `position < lengths` of real examples (`example_mask`). Heads follow the `trees` convention
+  (-1 = ROOT). Nothing is reported when the batch has no gold heads or nothing was sown.
+
+  Args:
+    intermediates: the 'intermediates' collection returned by `model.apply(..., mutable=...)`.
+    batch: the batch (gold `heads [B, T]` or `[B, S, T]` int32, `example_mask [B]`).
+    single_root: decode with exactly one ROOT child (Koo et al. 2007) or any number.
+
+  Returns:
+    {'<prefix>uas': (correct, count)} float32 scalars.
+  """
+  if not intermediates:
+    return {}
+  flat = traverse_util.flatten_dict(dict(intermediates))
+  flat = {k: (v[-1] if isinstance(v, (tuple, list)) else v) for k, v in flat.items()}
+  out: Metrics = {}
+  for key, arc_scores in sorted(flat.items(), key=lambda kv: kv[0]):
+    name = key[-1]
+    if not name.endswith('arc_scores'):
+      continue
+    prefix = name[:-len('arc_scores')]
+    root_scores = flat.get(key[:-1] + (prefix + 'root_scores',))
+    lengths = flat.get(key[:-1] + (prefix + 'lengths',))
+    gold = batch.get(prefix + 'heads', batch.get('heads'))
+    metric = prefix + 'uas'
+    if root_scores is None or lengths is None or gold is None or metric in out:
+      continue
+    n = arc_scores.shape[-1]
+    num_trees = math.prod(arc_scores.shape[:-2])
+    if gold.shape[-1] != n or math.prod(gold.shape[:-1]) != num_trees:
+      continue
+    batch_size = gold.shape[0]
+    arc_scores = arc_scores.reshape(num_trees, n, n)
+    root_scores = root_scores.reshape(num_trees, n)
+    lengths = lengths.reshape(num_trees).astype(jnp.int32)
+    heads = trees.mst(arc_scores, root_scores, lengths, single_root=single_root)
+    gold = gold.reshape(num_trees, n)
+    w = jnp.repeat(example_weights(batch), num_trees // batch_size)
+    real = (jnp.arange(n)[None] < lengths[:, None]) * w[:, None]
+    correct = ((heads == gold) * real).sum()
+    out[metric] = (correct.astype(jnp.float32), real.sum().astype(jnp.float32))
+  return out

@@ -1,0 +1,601 @@
+"""The training loop, evaluation from a workdir and `load_trained`.
+
+`train_and_evaluate(config, workdir)` trains (resuming from `<workdir>/checkpoints` when present),
+evaluates on the dev split every `train.eval_every_steps` steps (or every epoch), keeps the latest and
+the best checkpoint, stops early on the dev metric, finally evaluates the best checkpoint on the
+validation and test splits and writes `<workdir>/metrics.json`. With `config.variants` it trains every
+variant into `<workdir>/<name>` and writes a side-by-side comparison.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import os
+import time
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from absl import logging
+import jax
+import ml_collections
+import numpy as np
+
+from jax_structured.training import checkpoints as ckpt_lib
+from jax_structured.training import config as config_lib
+from jax_structured.training import metrics as metrics_lib
+from jax_structured.training import optimizers
+from jax_structured.training import parallel
+from jax_structured.training import steps
+from jax_structured.training import tasks as tasks_lib
+
+EVAL_SPLITS = ('validation', 'test')
+
+# --- model lookup -----------------------------------------------------------------------------------
+
+_MODEL_BUILDERS: dict[str, Callable] = {}
+
+
+def register_model(name: str) -> Callable[[Callable], Callable]:
+  """Registers `builder(model_config, *, vocab_size, num_classes, embeddings) -> nn.Module` under
+  `config.model.name` (looked up before `jax_structured.models.build`; for extensions and tests)."""
+  def wrap(fn):
+    if name in _MODEL_BUILDERS and _MODEL_BUILDERS[name] is not fn:
+      raise ValueError(f'model {name!r} registered twice')
+    _MODEL_BUILDERS[name] = fn
+    return fn
+  return wrap
+
+
+def build_model(model_config: ml_collections.ConfigDict, *, vocab_size: int, num_classes: int,
+                embeddings: np.ndarray | None = None):
+  """The Linen module of `config.model` (training registry first, then `models.build`)."""
+  name = model_config.get('name')
+  if name in _MODEL_BUILDERS:
+    return _MODEL_BUILDERS[name](model_config, vocab_size=vocab_size, num_classes=num_classes,
+                                 embeddings=embeddings)
+  from jax_structured import models  # pylint: disable=g-import-not-at-top
+  if not hasattr(models, 'build'):
+    raise NotImplementedError(f'config.model.name={name!r}: jax_structured.models.build does not exist '
+                              'yet and no model of that name is registered with training.register_model')
+  return models.build(model_config, vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings)
+
+
+# --- distributed ------------------------------------------------------------------------------------
+
+def maybe_initialize_distributed(config: ml_collections.ConfigDict | None = None, *,
+                                 coordinator_address: str | None = None, num_processes: int | None = None,
+                                 process_id: int | None = None) -> bool:
+  """Calls `jax.distributed.initialize` when asked (once, before any computation).
+
+  Asked by any explicit argument, by `config.distributed`, or by the environment variable
+  `JAX_COORDINATOR_ADDRESS` (JAX reads `JAX_NUM_PROCESSES` / `JAX_PROCESS_ID` itself, and detects
+  SLURM / Cloud TPU / MPI clusters when the arguments are None).
+
+  Returns:
+    True when JAX runs distributed (already or now).
+  """
+  if jax.distributed.is_initialized():
+    return True
+  asked = (coordinator_address or num_processes is not None or process_id is not None
+           or (config is not None and config.get('distributed', False))
+           or os.environ.get('JAX_COORDINATOR_ADDRESS'))
+  if not asked:
+    return False
+  jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
+                             process_id=process_id)
+  logging.info('distributed: process %d of %d, %d global devices', jax.process_index(),
+               jax.process_count(), jax.device_count())
+  return True
+
+
+# --- data helpers -----------------------------------------------------------------------------------
+
+def _num_batches(split, batch_size: int, num_shards: int) -> int:
+  if hasattr(split, 'num_batches'):
+    return int(split.num_batches(batch_size, num_shards=num_shards))
+  return sum(1 for _ in split.batches(batch_size, shuffle=False, num_shards=num_shards))
+
+
+def check_batch(batch: Mapping[str, np.ndarray], *, where: str, num_classes: int, task_name: str) -> None:
+  """Host-side checks of a numpy batch (labels in range, consistent leading sizes)."""
+  sizes = {k: np.shape(v)[0] for k, v in batch.items() if np.ndim(v)}
+  if len(set(sizes.values())) > 1:
+    raise ValueError(f'{where}: batch arrays disagree on the batch size: {sizes}')
+  if 'label' in batch and num_classes > 0 and task_name in ('sentence', 'document', 'pair'):
+    labels = np.asarray(batch['label'])
+    bad = (labels < 0) | (labels >= num_classes)
+    if bad.any():
+      raise ValueError(f'{where}: label {int(labels[bad][0])} outside [0, {num_classes}) (labels are '
+                       f'{num_classes} classes)')
+
+
+def _batch_spec(batch: Mapping[str, np.ndarray]) -> dict[str, list]:
+  return {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in batch.items()}
+
+
+def _spec_to_abstract(spec: Mapping[str, Sequence]) -> dict[str, jax.ShapeDtypeStruct]:
+  return {k: jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype)) for k, (shape, dtype) in spec.items()}
+
+
+def _init_variables(model, sample: Mapping[str, Any], seed: int):
+  """`model.init` on a sample batch (numpy or ShapeDtypeStructs: then abstract, via eval_shape)."""
+  rng = jax.random.PRNGKey(seed)
+  rngs = {'params': jax.random.fold_in(rng, 0), 'dropout': jax.random.fold_in(rng, 1)}
+  init = lambda rngs, batch: model.init(rngs, batch, train=False)  # noqa: E731
+  if any(isinstance(v, jax.ShapeDtypeStruct) for v in sample.values()):
+    return jax.eval_shape(init, rngs, sample)
+  return jax.device_get(jax.jit(init)(rngs, dict(sample)))
+
+
+def _model_init_sample(split, batch_size: int) -> dict[str, np.ndarray]:
+  batch = next(iter(split.batches(batch_size, shuffle=False)))
+  return {k: np.asarray(v) for k, v in batch.items()}
+
+
+# --- the loop ---------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class LoopState:
+  """Host-side position of the loop (saved as JSON in every checkpoint's meta)."""
+  epoch: int = 0
+  batch_in_epoch: int = 0
+  best: float | None = None
+  best_step: int | None = None
+  evals_since_best: int = 0
+  history: list = dataclasses.field(default_factory=list)
+  plateau: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class _Setup:
+  config: ml_collections.ConfigDict
+  task_data: Any
+  task: tasks_lib.Task
+  model: Any
+  runner: parallel.Runner
+  state: Any  # canonical (replicated) step-0 state
+  tx: Any
+  schedule: Any
+
+
+def _setup(config, task_data, *, sample, mode: str, total_steps: int) -> _Setup:
+  opt_cfg = config_lib.optimizer_config(config)
+  task = tasks_lib.build(config, task_data.kind)
+  model = build_model(config.model, vocab_size=len(task_data.vocab), num_classes=task_data.num_classes,
+                      embeddings=task_data.embeddings)
+  variables = _init_variables(model, sample, config.seed)
+  tx, schedule = optimizers.build(opt_cfg, variables['params'], total_steps)
+  emb_mask = optimizers.embedding_mask(variables['params'], opt_cfg.embedding_pattern)
+  runner = parallel.Runner(
+      mode,
+      parallel.bind(steps.train_step, apply_fn=model.apply, task=task, tx=tx, embed_mask=emb_mask),
+      parallel.bind(steps.eval_step, apply_fn=model.apply, task=task))
+  if any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(variables)):
+    state = jax.eval_shape(lambda v: steps.create_state(v, tx), variables)
+    state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=runner.replicated),
+                         state)
+  else:
+    state = runner.replicate(jax.device_get(steps.create_state(variables, tx)))
+  return _Setup(config, task_data, task, model, runner, state, tx, schedule)
+
+
+def evaluate_split(setup: _Setup, state: Any, split, batch_size: int) -> dict[str, float]:
+  """Task metrics of `state` (in the runner's layout) on every batch of `split`."""
+  acc = metrics_lib.Accumulator()
+  task_name = setup.config.get('task') or setup.task_data.kind
+  for i, batch in enumerate(split.batches(batch_size, shuffle=False, num_shards=setup.runner.num_shards)):
+    check_batch(batch, where=f'{split.name} batch {i}', num_classes=setup.task_data.num_classes,
+                task_name=task_name)
+    acc.add(setup.runner.evaluate(state, setup.runner.shard_batch(batch)))
+  sums = acc.result()
+  if not sums:
+    raise ValueError(f'split {split.name!r} produced no batches')
+  return setup.task.summarize(sums)
+
+
+def _abstract_like(state: Any, sharding) -> Any:
+  return jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=sharding), state)
+
+
+def _set_scalar(runner: parallel.Runner, state: Any, **values) -> Any:
+  """Replaces float32 scalar fields of a device state (in the runner's layout)."""
+  if runner.mode == 'pmap':
+    n = len(runner.local_devices)
+    new = {k: jax.device_put(np.full((n,), v, np.float32), runner.stacked) for k, v in values.items()}
+  else:
+    new = {k: runner.replicate(np.asarray(v, np.float32)) for k, v in values.items()}
+  return state.replace(**new)
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
+                       hooks: Iterable[Callable[[int], None]] = ()) -> dict[str, Any]:
+  """Trains `config` into `workdir` (resuming when it holds checkpoints); returns the final metrics.
+
+  Args:
+    config: the experiment config (see `training.config` for the keys read here).
+    workdir: run directory (checkpoints, event files, config, vocabulary, metrics.json).
+    hooks: callables `hook(step)` run after every training step (after evaluation/checkpointing).
+
+  Returns:
+    {'validation': {...}, 'test': {...}, 'best_step', 'dev_metric', 'steps', ...}; with
+    `config.variants`: {variant name: that dict}.
+  """
+  maybe_initialize_distributed(config)
+  if config.get('variants'):
+    return train_variants(config, workdir, hooks=hooks)
+  return _train(config, workdir, hooks=hooks)
+
+
+def _train(config, workdir, *, hooks) -> dict[str, Any]:
+  from jax_structured import data  # pylint: disable=g-import-not-at-top
+  opt_cfg = config_lib.optimizer_config(config)
+  train_cfg = config_lib.train_config(config)
+  mode = config_lib.parallel_mode(config)
+  os.makedirs(workdir, exist_ok=True)
+  ckpt_lib.check_config(workdir, config)
+
+  task_data = data.load(config.data)
+  for name in ('train', 'validation'):
+    if name not in task_data.splits:
+      raise KeyError(f'config.data.name={config.data.name!r} gave no {name!r} split '
+                     f'(splits: {sorted(task_data.splits)})')
+  train_split = task_data.splits['train']
+  batch_size = int(config.data.batch_size)
+  eval_batch_size = train_cfg.eval_batch_size or batch_size
+  num_shards = parallel.make_mesh(mode).devices.size
+  steps_per_epoch = _num_batches(train_split, batch_size, num_shards)
+  if steps_per_epoch == 0:
+    raise ValueError(f'the train split of {config.data.name!r} is empty')
+  total_steps = train_cfg.num_steps or train_cfg.num_epochs * steps_per_epoch
+  sample = _model_init_sample(train_split, batch_size)
+  setup = _setup(config, task_data, sample=sample, mode=mode, total_steps=total_steps)
+  task, runner = setup.task, setup.runner
+  task_name = config.get('task') or task_data.kind
+
+  ckpts = ckpt_lib.Checkpoints(workdir, dev_metric=task.dev_metric, higher_is_better=task.higher_is_better)
+  loop = LoopState()
+  plateau = optimizers.Plateau(opt_cfg.plateau_factor, opt_cfg.plateau_patience, opt_cfg.plateau_threshold,
+                               task.higher_is_better)
+  state = setup.state
+  latest = ckpts.latest_step()
+  if latest is not None:
+    state, meta = ckpts.restore(latest, _abstract_like(state, runner.replicated))
+    loop = LoopState(**meta['loop'])
+    plateau.restore(loop.plateau)
+    logging.info('resumed from %s (step %d, epoch %d, batch %d)', ckpts.step_path(latest), latest,
+                 loop.epoch, loop.batch_in_epoch)
+  ckpt_lib.write_config(workdir, config)
+  ckpt_lib.write_run_files(
+      workdir, vocab=task_data.vocab, label_names=task_data.label_names, extras=task_data.extras,
+      run_info={'kind': task_data.kind, 'task': task_name, 'num_classes': task_data.num_classes,
+                'vocab_size': len(task_data.vocab), 'dev_metric': task.dev_metric,
+                'higher_is_better': task.higher_is_better, 'batch_spec': _batch_spec(sample),
+                'embeddings_shape': (None if task_data.embeddings is None
+                                     else list(np.shape(task_data.embeddings)))})
+
+  writer = metrics_lib.create_writer(workdir)
+  if latest is None:
+    writer.write_hparams(config_lib.flatten(config_lib.to_dict(config)))
+  progress = metrics_lib.ProgressReport(num_train_steps=total_steps, writer=writer,
+                                        every_steps=train_cfg.log_every_steps)
+  dev_state = runner.place(state)
+  rng = runner.put_rng(jax.random.fold_in(jax.random.PRNGKey(config.seed), 2))
+  step = int(parallel.to_host(state.step))
+  pending: list[Any] = []  # device metrics of steps not yet logged
+  last_saved = latest
+  stop = step >= total_steps
+  t_start, step_start = time.time(), step
+
+  def log_train():
+    acc = metrics_lib.Accumulator()
+    for m in pending:
+      acc.add(m)
+    pending.clear()
+    summary = task.summarize({k: v for k, v in acc.result().items() if k != 'grad_norm'})
+    norms = acc.result().get('grad_norm')
+    scalars = {f'train/{k}': v for k, v in summary.items()}
+    if norms:
+      scalars['train/grad_norm'] = norms[0] / norms[1]
+    scalars['train/learning_rate'] = float(setup.schedule(step - 1)) * plateau.scale
+    writer.write_scalars(step, scalars)
+    progress.loss = summary.get('loss')
+
+  def save(metrics_for_best=None):
+    nonlocal last_saved
+    loop.plateau = plateau.state()
+    ckpts.save(step, runner.canonical(dev_state), {'loop': dataclasses.asdict(loop)}, metrics_for_best)
+    last_saved = step
+
+  def do_eval() -> bool:
+    """Evaluates on dev, updates best / plateau / early stopping, saves; True to stop."""
+    nonlocal dev_state
+    with progress.timed('eval'):
+      dev = evaluate_split(setup, dev_state, task_data.splits['validation'], eval_batch_size)
+    value = dev[task.dev_metric]
+    if task.is_better(value, loop.best):
+      loop.best, loop.best_step, loop.evals_since_best = value, step, 0
+    else:
+      loop.evals_since_best += 1
+    old_scale = plateau.scale
+    if plateau.update(value) != old_scale:
+      logging.info('dev %s did not improve: learning rate scale %.4g -> %.4g', task.dev_metric,
+                   old_scale, plateau.scale)
+      dev_state = _set_scalar(runner, dev_state, lr_scale=plateau.scale)
+    loop.history.append({'step': step, 'epoch': loop.epoch, **dev})
+    writer.write_scalars(step, {f'dev/{k}': v for k, v in dev.items()})
+    progress.dev = f'dev {task.dev_metric} {value:.4f}'
+    save({task.dev_metric: value} if not math.isnan(value) else None)
+    patience = train_cfg.early_stopping_patience
+    if patience and loop.evals_since_best >= patience:
+      logging.info('early stopping at step %d: no dev improvement in %d evaluations', step, patience)
+      return True
+    return False
+
+  while not stop:
+    dev_state = _set_scalar(runner, dev_state, embed_scale=optimizers.embedding_scale(opt_cfg, loop.epoch))
+    batches = train_split.batches(batch_size, shuffle=train_cfg.shuffle, seed=config.seed,
+                                  epoch=loop.epoch, num_shards=runner.num_shards)
+    exhausted = True
+    for i, batch in enumerate(batches):
+      if i < loop.batch_in_epoch:
+        continue  # resuming inside this epoch: same order, skip what was done
+      check_batch(batch, where=f'train epoch {loop.epoch} batch {i}', num_classes=task_data.num_classes,
+                  task_name=task_name)
+      device_batch = runner.shard_batch(batch)
+      with jax.transfer_guard_host_to_device('disallow'):  # everything is placed explicitly
+        dev_state, step_metrics = runner.train(dev_state, device_batch, rng)
+      pending.append(step_metrics)
+      step += 1
+      loop.batch_in_epoch = i + 1
+      progress(step)
+      if step % train_cfg.log_every_steps == 0 or step == total_steps:
+        log_train()
+      if train_cfg.eval_every_steps and step % train_cfg.eval_every_steps == 0:
+        stop = do_eval()
+      elif train_cfg.checkpoint_every_steps and step % train_cfg.checkpoint_every_steps == 0:
+        save()
+      for hook in hooks:
+        hook(step)
+      if stop or step >= total_steps:
+        exhausted = loop.batch_in_epoch >= steps_per_epoch
+        break
+    if exhausted:
+      loop.epoch += 1
+      loop.batch_in_epoch = 0
+      if not train_cfg.eval_every_steps and not stop:
+        stop = do_eval()
+    stop = stop or step >= total_steps
+  if pending:
+    log_train()
+  if not loop.history or loop.history[-1]['step'] != step:
+    do_eval()  # the final state is always evaluated and saved
+  elif last_saved != step:
+    save()
+  train_seconds = time.time() - t_start
+
+  results = _final_evaluation(setup, ckpts, task_data, eval_batch_size, dev_state_fallback=None)
+  results.update({'dev_metric': task.dev_metric, 'higher_is_better': task.higher_is_better,
+                  'steps': step, 'epochs_completed': loop.epoch, 'history': loop.history,
+                  'train_seconds': train_seconds,
+                  'steps_per_second': (step - step_start) / train_seconds if train_seconds > 0 else None})
+  writer.write_scalars(step, {f'final/{split}/{k}': v for split in EVAL_SPLITS if split in results
+                              for k, v in results[split].items()})
+  writer.flush()
+  writer.close()
+  ckpts.close()
+  results.update(_after_training(config, workdir, train_cfg))
+  metrics_lib.write_json(os.path.join(workdir, 'metrics.json'), results)
+  return results
+
+
+def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int, dev_state_fallback) -> dict:
+  del dev_state_fallback
+  best = ckpts.resolve('best')
+  state, _ = ckpts.restore(best, _abstract_like(setup.state, setup.runner.replicated))
+  placed = setup.runner.place(state)
+  results: dict[str, Any] = {'best_step': best}
+  for split in EVAL_SPLITS:
+    if split in task_data.splits:
+      results[split] = evaluate_split(setup, placed, task_data.splits[split], batch_size)
+  return results
+
+
+def _after_training(config, workdir: str, train_cfg) -> dict[str, Any]:
+  """The render_trees hook: `viz.induce.induce_trees` statistics for metrics.json."""
+  if not train_cfg.render_trees:
+    return {}
+  try:
+    from jax_structured.viz import induce  # pylint: disable=g-import-not-at-top
+  except ImportError as e:
+    logging.warning('config.train.render_trees=%d but jax_structured.viz.induce is unavailable (%s)',
+                    train_cfg.render_trees, e)
+    return {'induced_trees': {'error': f'jax_structured.viz.induce unavailable: {e}'}}
+  stats = induce.induce_trees(workdir, split='test', num_pictures=train_cfg.render_trees)
+  return {'induced_trees': stats}
+
+
+# --- variants ---------------------------------------------------------------------------------------
+
+def train_variants(config: ml_collections.ConfigDict, workdir: str, *,
+                   hooks: Iterable[Callable[[int], None]] = ()) -> dict[str, Any]:
+  """Trains every `config.variants` entry into `<workdir>/<name>`; writes comparison.json / .md.
+
+  Each variant is `config` with its overrides applied and `variants` removed. Overrides are nested
+  (`{'model': {'attention': 'none'}}`, overridable from the command line as
+  `--config.variants.none.model.attention=...`) or dotted keys (`{'model.attention': 'none'}`, which
+  needs `ml_collections.ConfigDict(..., allow_dotted_keys=True)`).
+
+  Returns:
+    {name: results of train_and_evaluate}.
+  """
+  variants = config.variants.to_dict() if isinstance(config.variants, ml_collections.ConfigDict) \
+      else dict(config.variants)
+  base = config_lib.to_dict(config)
+  del base['variants']
+  base = ml_collections.ConfigDict(base)
+  configs = {}
+  for name, overrides in variants.items():
+    if not name or os.sep in name or name.startswith('.'):
+      raise ValueError(f'config.variants: bad variant name {name!r} (it becomes a directory name)')
+    # Nested ({'model': {'attention': 'none'}}) or dotted ({'model.attention': 'none'}) overrides.
+    configs[name] = config_lib.with_overrides(base, config_lib.flatten(dict(overrides or {})),
+                                              where=f'config.variants.{name}')
+  os.makedirs(workdir, exist_ok=True)
+  results = {}
+  for name, child in configs.items():
+    logging.info('variant %s: %s', name, dict(variants[name] or {}))
+    results[name] = _train(child, os.path.join(workdir, name), hooks=hooks)
+  comparison = comparison_table(results)
+  metrics_lib.write_json(os.path.join(workdir, 'comparison.json'),
+                         {name: {split: r.get(split) for split in EVAL_SPLITS} | {
+                             'best_step': r['best_step'], 'dev_metric': r['dev_metric'],
+                             'overrides': variants[name]} for name, r in results.items()})
+  if jax.process_index() == 0:
+    with open(os.path.join(workdir, 'comparison.md'), 'w', encoding='utf-8') as f:
+      f.write(comparison)
+  print(comparison, flush=True)
+  return results
+
+
+def comparison_table(results: Mapping[str, Mapping[str, Any]]) -> str:
+  """A Markdown table: one row per variant, one column per (split, metric)."""
+  columns = []
+  for r in results.values():
+    for split in EVAL_SPLITS:
+      for metric in (r.get(split) or {}):
+        if (split, metric) not in columns:
+          columns.append((split, metric))
+  head = '| variant | ' + ' | '.join(f'{s} {m}' for s, m in columns) + ' |'
+  rule = '|---|' + '---:|' * len(columns)
+  rows = []
+  for name, r in results.items():
+    cells = [f'{r[s][m]:.4f}' if r.get(s) and m in r[s] else '' for s, m in columns]
+    rows.append(f'| {name} | ' + ' | '.join(cells) + ' |')
+  return '\n'.join([head, rule] + rows) + '\n'
+
+
+# --- restoring a trained model ----------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Trained:
+  """A trained model restored from a workdir (`load_trained`).
+
+  Attributes:
+    config: the resolved config saved at training time.
+    model: the Linen module (`model.apply(variables, batch, train=False)`).
+    variables: {'params': ..., other collections} as host numpy arrays.
+    vocab: the training vocabulary (`data.Vocabulary`).
+    label_names: list of label names.
+    extras: JSON-able `TaskData.extras` saved at training time.
+    step: the restored checkpoint's step.
+    task: the task object (loss/metrics; `dev_metric`).
+  """
+  config: ml_collections.ConfigDict
+  model: Any
+  variables: Any
+  vocab: Any
+  label_names: list
+  extras: dict
+  step: int = 0
+  task: Any = None
+
+
+class _SavedData:
+  """A TaskData stand-in rebuilt from the workdir files (no dataset needed)."""
+
+  def __init__(self, files, run_info):
+    self.kind = run_info['kind']
+    self.vocab = files['vocab']
+    self.label_names = files['label_names']
+    self.extras = files['extras']
+    self.num_classes = run_info['num_classes']
+    shape = run_info.get('embeddings_shape')
+    self.embeddings = None if shape is None else np.zeros(shape, np.float32)
+    self.splits = {}
+
+
+def _restore_setup(workdir: str, *, mode: str = 'none'):
+  config = ckpt_lib.read_config(workdir)
+  files = ckpt_lib.read_run_files(workdir)
+  run_info = files['run_info']
+  saved = _SavedData(files, run_info)
+  # The optimizer state's structure does not depend on the number of steps: 1 is enough.
+  setup = _setup(config, saved, sample=_spec_to_abstract(run_info['batch_spec']), mode=mode, total_steps=1)
+  return config, files, saved, setup
+
+
+def load_trained(workdir: str, checkpoint: str | int = 'best') -> Trained:
+  """Restores a trained model from `workdir` alone (config, vocabulary, labels and checkpoint).
+
+  The state is restored into an abstract target (`jax.eval_shape` of `model.init`).
+
+  Args:
+    workdir: a training workdir.
+    checkpoint: 'best' (by the dev metric), 'latest', or a step number.
+
+  Returns:
+    A `Trained`.
+
+  Raises:
+    FileNotFoundError naming the workdir when it has no config or no checkpoint;
+    CheckpointError naming the path of a damaged checkpoint.
+  """
+  config, files, _, setup = _restore_setup(workdir)
+  run_info = files['run_info']
+  ckpts = ckpt_lib.Checkpoints(workdir, dev_metric=run_info['dev_metric'],
+                               higher_is_better=run_info['higher_is_better'], read_only=True)
+  try:
+    step = ckpts.resolve(checkpoint)
+    state, _ = ckpts.restore(step, setup.state)
+  finally:
+    ckpts.close()
+  state = parallel.to_host(state)
+  variables = {'params': state.params, **state.model_state}
+  return Trained(config=config, model=setup.model, variables=variables, vocab=files['vocab'],
+                 label_names=files['label_names'], extras=files['extras'], step=step, task=setup.task)
+
+
+def _load_split(config: ml_collections.ConfigDict, vocab, split: str):
+  """Loads only `split` with the saved vocabulary when the data loader supports it."""
+  from jax_structured import data  # pylint: disable=g-import-not-at-top
+  params = inspect.signature(data.load).parameters
+  if 'vocab' in params and 'splits' in params:
+    task_data = data.load(config.data, vocab=vocab, splits=(split,))
+  else:
+    task_data = data.load(config.data)
+    if list(task_data.vocab.tokens) != list(vocab.tokens):
+      raise ValueError('the data loader rebuilt a vocabulary that differs from the one saved in the '
+                       'workdir (vocab.json): token ids would not match the trained model')
+  if split not in task_data.splits:
+    raise KeyError(f'config.data.name={config.data.name!r} has no split {split!r} '
+                   f'(splits: {sorted(task_data.splits)})')
+  return task_data.splits[split]
+
+
+def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best') -> dict[str, Any]:
+  """Evaluates the `checkpoint` of `workdir` on `split`; writes `<workdir>/eval_<split>.json`.
+
+  Uses only the workdir (config, vocabulary, labels, checkpoints) and the evaluated split's data.
+
+  Returns:
+    {'split', 'step', 'checkpoint', metric: value, ...}.
+  """
+  if not os.path.isdir(workdir):
+    raise FileNotFoundError(f'workdir {workdir} does not exist')
+  config, files, _, setup = _restore_setup(workdir, mode=config_lib.parallel_mode(
+      ckpt_lib.read_config(workdir)))
+  run_info = files['run_info']
+  ckpts = ckpt_lib.Checkpoints(workdir, dev_metric=run_info['dev_metric'],
+                               higher_is_better=run_info['higher_is_better'], read_only=True)
+  try:
+    step = ckpts.resolve(checkpoint)
+    state, _ = ckpts.restore(step, setup.state)
+  finally:
+    ckpts.close()
+  data_split = _load_split(config, files['vocab'], split)
+  train_cfg = config_lib.train_config(config)
+  batch_size = train_cfg.eval_batch_size or int(config.data.batch_size)
+  result = {'split': split, 'step': step, 'checkpoint': str(checkpoint),
+            **evaluate_split(setup, setup.runner.place(state), data_split, batch_size)}
+  metrics_lib.write_json(os.path.join(workdir, f'eval_{split}.json'), result)
+  return result

@@ -1,0 +1,192 @@
+"""Training loop end to end on the tiny job: metrics, event files, evaluation, load_trained, variants."""
+import json
+import math
+import os
+
+import jax
+import ml_collections
+import numpy as np
+import pytest
+
+import test_training_support as support
+from jax_structured import training
+from jax_structured import trees
+from jax_structured.training import tasks
+
+
+@pytest.fixture
+def mst(monkeypatch):
+  decoder, reason = support.mst_or_fake()
+  if reason:
+    monkeypatch.setattr(trees, 'mst', decoder)
+  return decoder
+
+
+# --- tasks against numpy references -----------------------------------------------------------------
+
+def _np_log_softmax(x):
+  x = x - x.max(-1, keepdims=True)
+  return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def test_classification_loss_and_metrics_match_numpy_under_jit():
+  rng = np.random.default_rng(0)
+  logits = rng.normal(size=(6, 3)).astype(np.float32)
+  labels = np.asarray([0, 2, 1, 1, 0, 2], np.int32)
+  mask = np.asarray([1, 1, 1, 1, 0, 0], np.float32)
+  batch = {'label': labels, 'example_mask': mask}
+  loss, metrics = jax.jit(tasks.Classification().loss_and_metrics)(logits, batch)
+  nll = -_np_log_softmax(logits.astype(np.float64))[np.arange(6), labels]
+  np.testing.assert_allclose(loss, (nll * mask).sum() / 4, rtol=1e-6)
+  np.testing.assert_allclose(metrics['loss'][0], (nll * mask).sum(), rtol=1e-6)
+  assert float(metrics['loss'][1]) == 4
+  correct = ((logits.argmax(-1) == labels) * mask).sum()
+  assert float(metrics['accuracy'][0]) == correct and float(metrics['accuracy'][1]) == 4
+
+
+def test_lm_nll_and_perplexity_match_numpy():
+  rng = np.random.default_rng(1)
+  logits = rng.normal(size=(2, 5, 7)).astype(np.float32)
+  targets = rng.integers(0, 7, size=(2, 5)).astype(np.int32)
+  mask = np.asarray([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.float32)
+  task = tasks.LanguageModel()
+  loss, metrics = jax.jit(task.loss_and_metrics)(logits, {'targets': targets, 'mask': mask})
+  nll = -np.take_along_axis(_np_log_softmax(logits.astype(np.float64)), targets[..., None], -1)[..., 0]
+  total = (nll * mask).sum()
+  np.testing.assert_allclose(loss, total / 8, rtol=1e-6)
+  summary = task.summarize({k: (float(s), float(c)) for k, (s, c) in metrics.items()})
+  np.testing.assert_allclose(summary['perplexity'], math.exp(total / 8), rtol=1e-6)
+  # Without targets: next tokens of `tokens` over lengths - 1 positions.
+  tokens = rng.integers(0, 7, size=(2, 6)).astype(np.int32)
+  lengths = np.asarray([4, 6], np.int32)
+  logits6 = rng.normal(size=(2, 6, 7)).astype(np.float32)
+  loss2, m2 = task.loss_and_metrics(logits6, {'tokens': tokens, 'lengths': lengths})
+  lp = _np_log_softmax(logits6.astype(np.float64))
+  ref = [-lp[b, t, tokens[b, t + 1]] for b in range(2) for t in range(lengths[b] - 1)]
+  np.testing.assert_allclose(loss2, np.mean(ref), rtol=1e-6)
+  assert float(m2['nll'][1]) == 8
+
+
+def test_tree_uas_metrics_against_numpy(mst):
+  rng = np.random.default_rng(2)
+  arc = rng.normal(size=(3, 5, 5)).astype(np.float32)
+  root = rng.normal(size=(3, 5)).astype(np.float32)
+  lengths = np.asarray([5, 3, 2], np.int32)
+  gold = np.asarray([[-1, 0, 1, 2, 3], [1, -1, 1, -1, -1], [-1, 0, -1, -1, -1]], np.int32)
+  mask = np.asarray([1, 1, 0], np.float32)
+  inter = {'encoder': {'arc_scores': (arc,), 'root_scores': (root,), 'lengths': (lengths,)}}
+  out = jax.jit(lambda i, b: tasks.tree_uas_metrics(i, b))(inter, {'heads': gold, 'example_mask': mask})
+  pred = np.asarray(mst(arc, root, lengths, single_root=True))
+  real = (np.arange(5)[None] < lengths[:, None]) * mask[:, None]
+  assert float(out['uas'][1]) == real.sum() == 8
+  assert float(out['uas'][0]) == ((pred == gold) * real).sum()
+  # Document layout: gold [B, S, T] against sown [B * S, T, T] -> 'sentence_uas'.
+  inter = {'sentence_arc_scores': (arc,), 'sentence_root_scores': (root,), 'sentence_lengths': (lengths,)}
+  out = tasks.tree_uas_metrics(inter, {'heads': gold.reshape(1, 3, 5), 'example_mask': np.ones(1)})
+  assert float(out['sentence_uas'][1]) == lengths.sum()
+  # Nothing sown or no gold heads: nothing reported.
+  assert tasks.tree_uas_metrics({}, {'heads': gold}) == {}
+  assert tasks.tree_uas_metrics(inter, {'label': np.zeros(1)}) == {}
+
+
+def test_task_registry_errors():
+  with pytest.raises(KeyError, match='unknown task'):
+    tasks.get('no-such-task')
+
+  @tasks.register('test_custom_task')
+  class Custom(tasks.Task):
+    dev_metric = 'uas'
+    higher_is_better = True
+  assert tasks.get('test_custom_task') is Custom
+  with pytest.raises(ValueError, match='registered twice'):
+    tasks.register('test_custom_task')(type('Other', (tasks.Task,), {}))
+
+
+# --- the loop end to end ----------------------------------------------------------------------------
+
+def test_train_and_evaluate_end_to_end(tmp_path, mst):
+  workdir = str(tmp_path / 'run')
+  config = support.make_config(**{'train.num_epochs': 4, 'optimizer.name': 'adagrad',
+                                  'optimizer.learning_rate': 0.3})
+  results = training.train_and_evaluate(config, workdir)
+  # 48 train examples / batch 8 = 6 steps per epoch.
+  assert results['steps'] == 24 and results['epochs_completed'] == 4
+  assert [h['step'] for h in results['history']] == [6, 12, 18, 24]
+  # It learns: the tiny task is linearly separable by counts; chance is ~0.5.
+  assert results['history'][0]['loss'] > results['history'][-1]['loss']
+  assert results['validation']['accuracy'] >= 0.75
+  assert 0 <= results['test']['uas'] <= 1
+  best = max(results['history'], key=lambda h: h['accuracy'])
+  assert results['best_step'] == best['step']
+  assert results['validation']['accuracy'] == best['accuracy']
+  on_disk = json.load(open(os.path.join(workdir, 'metrics.json')))
+  assert on_disk['test'] == results['test']
+  for name in ('config.json', 'config.py', 'vocab.json', 'labels.json', 'run.json', 'extras.json'):
+    assert os.path.exists(os.path.join(workdir, name)), name
+  # Event files: train loss / learning rate and dev metrics, readable as TensorBoard events.
+  scalars = support.read_scalars(workdir)
+  assert {'train/loss', 'train/learning_rate', 'dev/accuracy', 'final/test/accuracy'} <= set(scalars)
+  assert [s for s, _ in scalars['dev/accuracy']] == [6, 12, 18, 24]
+  np.testing.assert_allclose(scalars['train/learning_rate'][0][1], 0.3, rtol=1e-6)
+  # evaluate() from the workdir alone reproduces the final test metrics and writes eval_test.json.
+  evaluated = training.evaluate(workdir, 'test')
+  assert evaluated['step'] == results['best_step']
+  np.testing.assert_allclose(evaluated['accuracy'], results['test']['accuracy'])
+  np.testing.assert_allclose(evaluated['loss'], results['test']['loss'], rtol=1e-6)
+  assert json.load(open(os.path.join(workdir, 'eval_test.json')))['accuracy'] == evaluated['accuracy']
+  # load_trained: model + variables + vocab + labels + extras; same logits as the evaluation.
+  trained = training.load_trained(workdir)
+  assert trained.label_names == ['negative', 'positive'] and len(trained.vocab) == 12
+  assert trained.extras['tag_vocab'].tokens[2:] == ['NN', 'VB']
+  assert trained.step == results['best_step']
+  batch = next(support.tiny_sentences(config.data).splits['test'].batches(16, shuffle=False))
+  logits = trained.model.apply(trained.variables, batch, train=False)
+  acc = (np.asarray(logits).argmax(-1) == batch['label']).mean()
+  np.testing.assert_allclose(acc, results['test']['accuracy'])
+  latest = training.load_trained(workdir, 'latest')
+  assert latest.step == 24
+
+
+def test_variants_side_by_side(tmp_path, mst):
+  config = support.make_config(**{'train.num_steps': 3, 'train.eval_every_steps': 3})
+  with config.unlocked():
+    config.variants = {'small': {'model': {'dim': 4}},
+                       'large': ml_collections.ConfigDict({'model.dim': 16, 'optimizer.learning_rate': 0.01},
+                                                          allow_dotted_keys=True)}
+  results = training.train_and_evaluate(config, str(tmp_path))
+  assert set(results) == {'small', 'large'}
+  comparison = json.load(open(tmp_path / 'comparison.json'))
+  assert set(comparison) == {'small', 'large'}
+  assert comparison['large']['test'] == results['large']['test']
+  table = (tmp_path / 'comparison.md').read_text()
+  assert '| small |' in table and '| large |' in table and 'test accuracy' in table
+  saved = json.load(open(tmp_path / 'large' / 'config.json'))
+  assert saved['model']['dim'] == 16 and 'variants' not in saved
+  assert training.load_trained(str(tmp_path / 'small')).variables['params']['embed']['embedding'].shape == (12, 4)
+  with config.unlocked():
+    config.variants = {'bad': {'model': {'dimm': 3}}}
+  with pytest.raises(KeyError, match=r"config.variants.bad: key 'model.dimm'"):
+    training.train_and_evaluate(config, str(tmp_path / 'bad'))
+
+
+def test_early_stopping_and_bad_labels(tmp_path, mst):
+  # lr 0 -> the dev metric never improves after the first evaluation: stop after 1 + patience evals.
+  config = support.make_config(**{'train.num_epochs': 10, 'train.eval_every_steps': 2,
+                                  'train.early_stopping_patience': 2, 'optimizer.learning_rate': 0.0})
+  results = training.train_and_evaluate(config, str(tmp_path / 'es'))
+  assert [h['step'] for h in results['history']] == [2, 4, 6]
+  assert results['best_step'] == 2
+  bad = support.make_config(**{'data.label_offset': 1})
+  with pytest.raises(ValueError, match=r'train epoch 0 batch 0: label 2 outside \[0, 2\)'):
+    training.train_and_evaluate(bad, str(tmp_path / 'bad'))
+
+
+def test_render_trees_hook(tmp_path, mst):
+  try:
+    from jax_structured.viz import induce  # noqa: F401
+  except ImportError as e:
+    pytest.skip(f'jax_structured.viz.induce does not exist yet ({e})')
+  config = support.make_config(**{'train.num_steps': 2, 'train.render_trees': 2})
+  results = training.train_and_evaluate(config, str(tmp_path))
+  assert 'induced_trees' in results and 'error' not in results['induced_trees']
+  assert json.load(open(tmp_path / 'metrics.json'))['induced_trees'] == results['induced_trees']
