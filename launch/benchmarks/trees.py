@@ -1,0 +1,252 @@
+r"""Timing of the `trees` functions against baselines and published reference figures.
+
+  python -m launch.benchmark trees [--sizes=512x32,64x64,32x200] [--repeats=20] [--dtype=float32]
+      [--memory]
+
+`--sizes` lists `BATCHxLENGTH` problems (random N(0, 1) scores, every sentence full length). One table
+per run, median milliseconds over `--repeats` jitted calls after a warm-up (compile) call, each
+ended with `block_until_ready`:
+
+* `ours marg` / `ours +grad`: `trees.marginals` (single root) / value and gradient of a scalar loss
+  `sum(W * marginals)` through them (what structured attention does in training).
+* `inv-AD ...`: the same closed-form marginals with `jnp.linalg.inv` and plain autodiff (no custom
+  JVP), i.e. the alternative the custom rule replaces.
+* `naive ...`: `jnp.linalg.slogdet` of the same masked, column-shifted Laplacian and `jax.grad` for
+  the marginals (and grad-of-grad for `+grad`).
+* `mst`, `proj marg`: `trees.mst` and `trees.projective_marginals` ("n/a" if not implemented).
+* `ts ...`: torch-struct's `NonProjectiveDependencyCRF` / `DependencyCRF` when `torch_struct` is
+  importable (skipped with a note otherwise).
+* `ref ...`: the figures quoted in the issue (H100, float32) for comparison, not measured here.
+"""
+import statistics
+import time
+
+from absl import logging
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_structured import trees
+from jax_structured.trees import _matrix_tree
+from launch import benchmarks
+
+DEFAULT_SIZES = '512x32,64x64,32x200'
+
+# Reference figures from the issue: H100, float32, median ms, by (batch, length).
+REFERENCE = {
+    'ref naive marg': {(512, 32): 0.54, (64, 64): 0.57, (32, 200): 2.24},
+    'ref naive +grad': {(512, 32): 0.74, (64, 64): 0.84, (32, 200): 2.72},
+    'ref ts marg': {(512, 32): 1.28, (64, 64): 1.83, (32, 200): 3.29},
+    'ref ts +grad': {(512, 32): 3.51, (64, 64): 3.72, (32, 200): 4.99},
+    'ref ts proj': {(512, 32): 244.0},
+    'ref synjax mst': {(512, 32): 205.0},
+    'ref turbo CLE (cpu)': {(512, 32): 38.6, (64, 64): 19.2, (32, 200): 96.6},
+}
+
+
+def parse_sizes(text):
+  """'512x32,64x64' -> [(512, 32), (64, 64)]; raises ValueError naming the bad item."""
+  sizes = []
+  for item in text.split(','):
+    item = item.strip()
+    parts = item.lower().split('x')
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+      raise ValueError(f'--sizes item {item!r} is not BATCHxLENGTH with positive integers (in {text!r})')
+    sizes.append((int(parts[0]), int(parts[1])))
+  return sizes
+
+
+# ----------------------------------------------------------------------------------------------
+# Baselines (same masking and column shift as ours, so only the linear algebra differs).
+
+
+def _laplacian(arc_scores, root_scores, lengths):
+  arc_scores, root_scores, _, mask = _matrix_tree._prepare(arc_scores, root_scores, lengths)
+  arc_potentials, root_potentials, shift = _matrix_tree._potentials(arc_scores, root_scores, mask)
+  lap = _matrix_tree._laplacian(arc_potentials, root_potentials, mask, single_root=True)
+  return arc_potentials, root_potentials, shift, lap
+
+
+def naive_log_partition(arc_scores, root_scores, lengths=None):
+  """log Z by `jnp.linalg.slogdet` (single root)."""
+  _, _, shift, lap = _laplacian(arc_scores, root_scores, lengths)
+  return jnp.linalg.slogdet(lap)[1] + jnp.sum(shift, axis=-1)
+
+
+def naive_marginals(arc_scores, root_scores, lengths=None):
+  """Marginals as `jax.grad` of the slogdet log Z."""
+  return jax.grad(lambda a, r: naive_log_partition(a, r, lengths).sum(), (0, 1))(arc_scores, root_scores)
+
+
+def inverse_autodiff_marginals(arc_scores, root_scores, lengths=None):
+  """Closed-form marginals (Liu & Lapata eq. 15) from `jnp.linalg.inv`, differentiated by plain autodiff."""
+  arc_potentials, root_potentials, _, lap = _laplacian(arc_scores, root_scores, lengths)
+  return _matrix_tree._marginals_from_inverse(arc_potentials, root_potentials, jnp.linalg.inv(lap),
+                                              single_root=True)
+
+
+def _loss_and_grad(marginals_fn):
+  """value_and_grad of sum(W * arc_marginals) + sum(w * root_marginals) w.r.t. both score arrays."""
+
+  def loss(arc_scores, root_scores, arc_weights, root_weights):
+    arc_m, root_m = marginals_fn(arc_scores, root_scores)
+    return jnp.sum(arc_weights * arc_m) + jnp.sum(root_weights * root_m)
+
+  return jax.value_and_grad(loss, (0, 1))
+
+
+# ----------------------------------------------------------------------------------------------
+# Timing.
+
+
+def time_ms(fn, args, repeats):
+  """Median wall milliseconds of `fn(*args)` (already jitted) after one warm-up call."""
+  jax.block_until_ready(fn(*args))
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    times.append(time.perf_counter() - start)
+  return 1e3 * statistics.median(times)
+
+
+def peak_bytes(fn, args):
+  """Arguments + outputs + temporaries of the compiled `fn` (XLA memory_analysis), or None."""
+  analysis = fn.lower(*args).compile().memory_analysis()
+  if analysis is None:
+    return None
+  return (analysis.argument_size_in_bytes + analysis.output_size_in_bytes
+          + analysis.temp_size_in_bytes)
+
+
+def _maybe(fn, args, repeats):
+  """time_ms, or 'n/a' when the function is not implemented yet."""
+  try:
+    return time_ms(fn, args, repeats)
+  except NotImplementedError:
+    return 'n/a'
+
+
+def _torch_struct_columns(batch, length, arc, root, repeats):
+  """torch-struct timings (marginals, +grad, projective marginals) in ms, or None if unavailable."""
+  try:
+    import torch  # pylint: disable=g-import-not-at-top
+    import torch_struct  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  device = 'cuda' if torch.cuda.is_available() else 'cpu'
+  # torch-struct puts the root scores on the diagonal: potentials[b, h, m], root on [b, m, m].
+  potentials = np.array(arc, dtype=np.float32, copy=True)
+  idx = np.arange(length)
+  potentials[:, idx, idx] = np.asarray(root, np.float32)
+  potentials = torch.tensor(potentials, device=device)
+  lengths = torch.full((batch,), length, dtype=torch.long, device=device)
+  weights = torch.randn_like(potentials)
+
+  def sync():
+    if device == 'cuda':
+      torch.cuda.synchronize()
+
+  def timed(fn):
+    fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+      start = time.perf_counter()
+      fn()
+      sync()
+      times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+  def marg():
+    with torch.no_grad():
+      return torch_struct.NonProjectiveDependencyCRF(potentials, lengths, multiroot=False).marginals
+
+  def marg_grad():
+    x = potentials.detach().requires_grad_(True)
+    m = torch_struct.NonProjectiveDependencyCRF(x, lengths, multiroot=False).marginals
+    (m * weights).sum().backward()
+    return x.grad
+
+  def proj():
+    x = potentials.detach().requires_grad_(True)
+    return torch_struct.DependencyCRF(x, lengths, multiroot=False).marginals
+
+  return {'ts marg': timed(marg), 'ts +grad': timed(marg_grad), 'ts proj': timed(proj)}
+
+
+def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
+  """Measures every column for every (batch, length); returns a list of row dicts (ms or 'n/a')."""
+  dtype = jnp.dtype(dtype)
+  rows = []
+  key = jax.random.key(seed)
+  ours_marg = jax.jit(trees.marginals)
+  inv_marg = jax.jit(inverse_autodiff_marginals)
+  naive_marg = jax.jit(naive_marginals)
+  ours_grad = jax.jit(_loss_and_grad(trees.marginals))
+  inv_grad = jax.jit(_loss_and_grad(inverse_autodiff_marginals))
+  naive_grad = jax.jit(_loss_and_grad(naive_marginals))
+  mst = jax.jit(trees.mst)
+  projective = jax.jit(trees.projective_marginals)
+  for batch, length in sizes:
+    keys = jax.random.split(jax.random.fold_in(key, batch * 100003 + length), 4)
+    arc = jax.random.normal(keys[0], (batch, length, length), dtype)
+    root = jax.random.normal(keys[1], (batch, length), dtype)
+    arc_w = jax.random.normal(keys[2], (batch, length, length), dtype)
+    root_w = jax.random.normal(keys[3], (batch, length), dtype)
+    row = {'size': f'{batch}x{length}'}
+    row['ours marg'] = time_ms(ours_marg, (arc, root), repeats)
+    row['inv-AD marg'] = time_ms(inv_marg, (arc, root), repeats)
+    row['naive marg'] = time_ms(naive_marg, (arc, root), repeats)
+    grad_args = (arc, root, arc_w, root_w)
+    row['ours +grad'] = time_ms(ours_grad, grad_args, repeats)
+    row['inv-AD +grad'] = time_ms(inv_grad, grad_args, repeats)
+    row['naive +grad'] = time_ms(naive_grad, grad_args, repeats)
+    row['mst'] = _maybe(mst, (arc, root), repeats)
+    row['proj marg'] = _maybe(projective, (arc, root), repeats)
+    ts = _torch_struct_columns(batch, length, np.asarray(arc), np.asarray(root), repeats)
+    if ts is not None:
+      row.update(ts)
+    if memory:
+      for name, fn, args in [('ours marg', ours_marg, (arc, root)), ('naive marg', naive_marg, (arc, root)),
+                             ('ours +grad', ours_grad, grad_args), ('naive +grad', naive_grad, grad_args)]:
+        row[f'MiB {name}'] = _mib(peak_bytes(fn, args))
+    for name, figures in REFERENCE.items():
+      row[name] = figures.get((batch, length), '-')
+    rows.append(row)
+  return rows
+
+
+def _mib(num_bytes):
+  return 'n/a' if num_bytes is None else num_bytes / 2**20
+
+
+def format_table(rows):
+  """Rows of dicts -> one aligned text table (columns in first-seen order)."""
+  columns = []
+  for row in rows:
+    columns += [c for c in row if c not in columns]
+  cell = lambda v: f'{v:.2f}' if isinstance(v, float) else str(v)
+  table = [columns] + [[cell(row.get(c, '-')) for c in columns] for row in rows]
+  widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+  lines = ['  '.join(text.rjust(w) for text, w in zip(line, widths)) for line in table]
+  lines.insert(1, '  '.join('-' * w for w in widths))
+  return '\n'.join(lines)
+
+
+def main(argv):
+  extra = [a for a in argv[2:] if not a.startswith('-')]
+  if extra:
+    raise ValueError(f'unexpected positional arguments {extra}; usage: python -m launch.benchmark trees '
+                     '[--sizes=...] [--repeats=...] [--dtype=...] [--memory]')
+  if benchmarks.DTYPE.value == 'float64':
+    jax.config.update('jax_enable_x64', True)
+  sizes = parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES)
+  logging.info('benchmarking trees at %s', sizes)
+  rows = run(sizes, benchmarks.REPEATS.value, benchmarks.DTYPE.value, benchmarks.MEMORY.value)
+  print(f'device: {jax.devices()[0]} ({jax.devices()[0].device_kind}), dtype: {benchmarks.DTYPE.value}, '
+        f'repeats: {benchmarks.REPEATS.value}, jax {jax.__version__}; median ms (MiB for memory columns)')
+  if not any('ts marg' in row for row in rows):
+    print('torch-struct: not importable here, its columns are skipped (pip install torch-struct to add them)')
+  print('"ref ..." columns: figures quoted in the issue (H100, float32; TurboParser on CPU), not measured here')
+  print(format_table(rows))
