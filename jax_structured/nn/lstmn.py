@@ -28,6 +28,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jax_structured.nn import rnn
+from jax_structured.nn.attention import masked_softmax
+
 __all__ = ['LSTMNParams', 'FusionParams', 'lstmn_scan', 'LSTMN', 'StackedLSTMN', 'FusionLSTMN',
            'inter_attention']
 
@@ -52,16 +55,6 @@ class FusionParams(NamedTuple):
   w_r_y: jax.Array     # [S, H]  (eq. 14)
   w_r_x: jax.Array     # [D, H]
   b_r: jax.Array       # [H]
-
-
-def _masked_softmax(logits, mask):
-  """Softmax over the last axis restricted to `mask`; all-masked rows give zeros (not NaN)."""
-  logits = jnp.where(mask, logits, -jnp.inf)
-  top = jnp.max(logits, axis=-1, keepdims=True)
-  top = jnp.where(jnp.isfinite(top), top, 0.0)
-  weights = jnp.where(mask, jnp.exp(logits - top), 0.0)
-  total = weights.sum(-1, keepdims=True)
-  return weights / jnp.where(total > 0, total, 1.0)
 
 
 def lstmn_scan(params: LSTMNParams, inputs, lengths, *, memory_span: int | None = None,
@@ -99,7 +92,7 @@ def lstmn_scan(params: LSTMNParams, inputs, lengths, *, memory_span: int | None 
     if memory_span is not None:
       visible &= positions >= t - memory_span
     scores = jnp.tanh(tape_k + x_att[:, t, None, :] + (h_tilde @ params.w_htilde)[:, None, :]) @ params.v
-    s = _masked_softmax(scores, jnp.broadcast_to(visible, scores.shape))      # eq. 5, [B, T]
+    s = masked_softmax(scores, jnp.broadcast_to(visible, scores.shape))      # eq. 5, [B, T]
     h_tilde = jnp.einsum('bi,bih->bh', s, tape_h)                              # eq. 6
     c_tilde = jnp.einsum('bi,bih->bh', s, tape_c)
     gates = h_tilde @ params.w_gates_h + x_gates[:, t]                         # eq. 7
@@ -108,7 +101,7 @@ def lstmn_scan(params: LSTMNParams, inputs, lengths, *, memory_span: int | None 
     p = None
     if source is not None:
       b = jnp.tanh(src_keys + x_src[:, t, None, :] + (y_tilde @ fusion.w_ytilde)[:, None, :]) @ fusion.u
-      p = _masked_softmax(b, src_mask)                                         # eqs. 11-12
+      p = masked_softmax(b, src_mask)                                         # eqs. 11-12
       y_tilde = jnp.einsum('bj,bjh->bh', p, src_h)                             # eq. 13
       a_tilde = jnp.einsum('bj,bjh->bh', p, src_c)
       r = jax.nn.sigmoid(y_tilde @ fusion.w_r_y + x_r[:, t])                   # eq. 14
@@ -135,7 +128,7 @@ def inter_attention(query, keys, values, key_lengths, w_query, w_key, u):
   """Bahdanau-style attention for shallow fusion: query [B, T, H] over keys/values [B, M, H] -> [B, T, H]."""
   scores = jnp.tanh((query @ w_query)[:, :, None, :] + (keys @ w_key)[:, None, :, :]) @ u   # [B, T, M]
   mask = (jnp.arange(keys.shape[1])[None, :] < key_lengths[:, None])[:, None, :]
-  weights = _masked_softmax(scores, jnp.broadcast_to(mask, scores.shape))
+  weights = masked_softmax(scores, jnp.broadcast_to(mask, scores.shape))
   return jnp.einsum('btm,bmh->bth', weights, values), weights
 
 
@@ -174,9 +167,15 @@ class LSTMN(nn.Module):
 
 
 class StackedLSTMN(nn.Module):
-  """Stacked LSTMN (eq. 10): layer k+1 reads h^k (and x_t through a skip connection when `skip`)."""
+  """Stacked LSTMN (eq. 10): layer k+1 reads h^k and, through a skip connection, x_t (Graves 2013).
+
+  `cell='lstm'` gives the stacked-LSTM baseline of Tables 1-3 in the same code path (its memory tape
+  is not exposed; the hidden tape is returned in its place). Returns (hidden [B, T, H], memory [B, T, H])
+  of the top layer.
+  """
   hidden_size: int
   num_layers: int = 1
+  cell: str = 'lstmn'
   attention_size: int | None = None
   memory_span: int | None = None
   skip_connections: bool = True
@@ -184,13 +183,18 @@ class StackedLSTMN(nn.Module):
 
   @nn.compact
   def __call__(self, inputs, lengths, *, train: bool = False):
+    if self.cell not in ('lstmn', 'lstm'):
+      raise ValueError(f"cell must be 'lstmn' or 'lstm', got {self.cell!r}")
     x, memory = inputs, None
     for k in range(self.num_layers):
       layer_in = x if k == 0 or not self.skip_connections else jnp.concatenate([x, inputs], -1)
       if k > 0:
         layer_in = nn.Dropout(self.dropout_rate, deterministic=not train)(layer_in)
-      x, memory = LSTMN(self.hidden_size, self.attention_size, self.memory_span, name=f'layer_{k}')(
-          layer_in, lengths)
+      if self.cell == 'lstmn':
+        x, memory = LSTMN(self.hidden_size, self.attention_size, self.memory_span, name=f'layer_{k}')(
+            layer_in, lengths)
+      else:
+        x = memory = rnn.LSTM(self.hidden_size, name=f'layer_{k}')(layer_in, lengths)
     return x, memory
 
 
