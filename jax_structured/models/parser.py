@@ -1,0 +1,552 @@
+"""Graph-based non-projective dependency parser trained with the matrix-tree CRF (issue 5).
+
+Architecture (Dozat & Manning 2017, "Deep biaffine attention for neural dependency parsing"):
+word embeddings (+ optional byte-level character CNN) (+ UPOS tag embeddings) -> multi-layer BiLSTM
+(masked by `lengths`) -> four MLPs (arc-head, arc-dependent, label-head, label-dependent) ->
+
+- biaffine arc scorer (D&M eq. 6 with the head-prior term): for head h and modifier m,
+    arc_scores[b, h, m] = H_head[h]^T U H_dep[m] + H_head[h]^T u,
+  and the same with a learned ROOT representation r (passed through the arc-head MLP) as head:
+    root_scores[b, m] = mlp_head(r)^T U H_dep[m] + mlp_head(r)^T u;
+- biaffine label classifier (D&M eq. 9): for relation k,
+    relation_logits[b, h, m, k] = L_head[h]^T U_k L_dep[m] + W_k [L_head[h]; L_dep[m]] + b_k,
+  with the heads axis of size n + 1 whose LAST row is ROOT (so a head index of -1, the `trees`
+  convention for ROOT, addresses it with numpy-style negative indexing; use `relation_logits_at`).
+- a UPOS tagging head (its own one-layer BiLSTM over the word features) trained jointly; see "Tags".
+
+Objectives (`config.model.loss`, the one place the choice lives):
+- 'crf': -log P(gold tree) under the single-root non-projective tree CRF, i.e.
+  `trees.log_partition - trees.score(gold)` (matrix-tree theorem, Koo et al. 2007), summed over the
+  sentences of the batch and divided by the number of real words (a per-TOKEN average, so that 'crf' and
+  'local' losses are on the same scale and long sentences weigh as much per word as in 'local');
+- 'local': head selection (D&M 2017): for every word a softmax over its possible heads (the other
+  words and ROOT), cross-entropy of the gold head, averaged per token.
+Both add the relation cross-entropy at the GOLD heads and the UPOS tagging cross-entropy
+(`tag_loss_weight`), each averaged per token.
+
+Tags (`config.model.tag_input`): the parser never needs tags from the user.
+- 'predicted' (default): the parser's tag embeddings are those of the tagging head's argmax (no
+  gradient through the argmax), in training and at test time alike, so evaluation numbers are the
+  numbers of the parse-time setting.
+- 'gold': the tags of the batch (`batch['tags']`) are embedded when the batch has them (training and
+  evaluation on treebanks, D&M's setting with given tags); a batch without tags (raw text at parse time)
+  falls back to the tagging head's predictions.
+- 'none': no tag embeddings; the tagging head is still trained (auxiliary loss) and writes UPOS.
+
+Evaluation (`ParseTask.eval_metrics`, `attachment_metrics`): trees decoded on device with `trees.mst`
+(single root, Chu-Liu-Edmonds), relations = argmax of the relation logits at the predicted heads;
+UAS / LAS over all real words ('uas', 'las': punctuation included, as in the CoNLL 2018 shared task;
+'las' is the dev metric) and with punctuation excluded ('uas_nopunct', 'las_nopunct': words whose
+GOLD UPOS is PUNCT or SYM are left out, the CoNLL-2006/2007 convention applied by tag), UPOS tagging
+accuracy 'upos'. Metrics are (sum, count) pairs over real words of real examples (`example_mask`).
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+from typing import Any, Callable, Mapping, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jax_structured import nn as jsnn
+from jax_structured import trees
+
+Array = jax.Array
+
+LOSSES = ('crf', 'local')
+TAG_INPUTS = ('predicted', 'gold', 'none')
+PUNCT_UPOS = ('PUNCT', 'SYM')
+# Tag ids 0 and 1 are `<pad>` and `<unk>` of `data.Vocabulary`: never predicted.
+_RESERVED_TAG_IDS = (0, 1)
+# Byte-level characters: id = byte + 3 (0 = padding, 1 = beginning of word, 2 = end of word).
+NUM_CHAR_IDS = 256 + 3
+
+
+# ----------------------------------------------------------------------------------------------
+# Pure functions: masks, gathers, losses, decoding.
+# ----------------------------------------------------------------------------------------------
+
+
+def word_mask(lengths: Array, n: int) -> Array:
+  """bool[..., n]: True for real words (position < lengths)."""
+  return jnp.arange(n) < jnp.asarray(lengths)[..., None]
+
+
+def relation_logits_at(relation_logits: Array, heads: Array) -> Array:
+  """Relation logits of each word at the given heads.
+
+  Args:
+    relation_logits: float[B, n + 1, n, R]; row n of the heads axis is ROOT.
+    heads: int[B, n] head of each word, -1 = ROOT (also on padding, where the result is unused).
+
+  Returns:
+    float[B, n, R]: `relation_logits[b, heads[b, m] (ROOT -> n), m]`.
+  """
+  n = relation_logits.shape[-2]
+  rows = jnp.where(heads < 0, n, heads)  # [B, n]
+  picked = jnp.take_along_axis(relation_logits, rows[:, None, :, None], axis=1)  # [B, 1, n, R]
+  return picked[:, 0]
+
+
+def head_selection_logits(arc_scores: Array, root_scores: Array, lengths: Array) -> Array:
+  """Logits of each word's head for the local (head-selection) loss.
+
+  Args:
+    arc_scores: float[B, n, n], arc_scores[b, h, m] for head h -> modifier m.
+    root_scores: float[B, n], ROOT -> m.
+    lengths: int[B].
+
+  Returns:
+    float[B, n (modifier), n + 1 (head; last = ROOT)]; self-loops and padded heads are -inf.
+  """
+  n = arc_scores.shape[-1]
+  logits = jnp.swapaxes(arc_scores, -1, -2)  # [B, m, h]
+  allowed = word_mask(lengths, n)[:, None, :] & ~jnp.eye(n, dtype=bool)[None]
+  logits = jnp.where(allowed, logits, -jnp.inf)
+  return jnp.concatenate([logits, root_scores[..., None]], axis=-1)
+
+
+def local_arc_nll(arc_scores: Array, root_scores: Array, heads: Array, lengths: Array) -> Array:
+  """Per-word head-selection cross-entropy (Dozat & Manning 2017, section 3).
+
+  -log softmax_h(s[h, m])[gold head], the softmax over the n - 1 other real words and ROOT.
+
+  Args:
+    arc_scores: float[B, n, n]; root_scores: float[B, n]; heads: int[B, n] (-1 = ROOT);
+    lengths: int[B].
+
+  Returns:
+    float[B, n]: the NLL of each word's gold head; 0 on padding.
+  """
+  n = arc_scores.shape[-1]
+  logits = head_selection_logits(arc_scores, root_scores, lengths)
+  log_probs = jax.nn.log_softmax(logits, axis=-1)
+  target = jnp.where(heads < 0, n, heads)
+  nll = -jnp.take_along_axis(log_probs, target[..., None], axis=-1)[..., 0]
+  return jnp.where(word_mask(lengths, n), nll, 0.0)
+
+
+def crf_arc_nll(arc_scores: Array, root_scores: Array, heads: Array, lengths: Array) -> Array:
+  """-log P(gold tree) under the single-root non-projective tree CRF (Koo et al. 2007).
+
+  log Z by the matrix-tree theorem (`trees.log_partition`, single root: Koo et al. 2007, Liu &
+  Lapata 2018 eqs. 12-15) minus the gold tree's score (`trees.score`).
+
+  Args:
+    arc_scores: float[B, n, n]; root_scores: float[B, n]; heads: int[B, n] (-1 = ROOT, gold tree);
+    lengths: int[B] (>= 1).
+
+  Returns:
+    float[B]: the negative log-likelihood of each sentence's gold tree.
+  """
+  log_z = trees.log_partition(arc_scores, root_scores, lengths, single_root=True)
+  gold = trees.score(arc_scores, root_scores, heads, lengths)
+  return log_z - gold
+
+
+def decode(outputs: Mapping[str, Array], lengths: Array) -> tuple[Array, Array]:
+  """Predicted trees (Chu-Liu-Edmonds, single root, on device) and relations at the predicted heads.
+
+  Args:
+    outputs: the model outputs ('arc_scores' [B, n, n], 'root_scores' [B, n], 'relation_logits'
+      [B, n + 1, n, R]).
+    lengths: int[B].
+
+  Returns:
+    (heads int32[B, n] with -1 = ROOT and on padding, relations int32[B, n], 0 on padding).
+  """
+  heads = trees.mst(outputs['arc_scores'], outputs['root_scores'], lengths, single_root=True)
+  heads = heads.astype(jnp.int32)
+  relations = jnp.argmax(relation_logits_at(outputs['relation_logits'], heads), axis=-1)
+  mask = word_mask(lengths, heads.shape[-1])
+  return heads, jnp.where(mask, relations, 0).astype(jnp.int32)
+
+
+def _masked_ce(logits: Array, targets: Array) -> Array:
+  """float[...]: cross-entropy of int targets [...] under logits [..., K]."""
+  log_probs = jax.nn.log_softmax(logits, axis=-1)
+  return -jnp.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+
+
+def loss_and_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array], *,
+                     loss: str = 'crf', tag_loss_weight: float = 1.0
+                     ) -> tuple[Array, dict[str, tuple[Array, Array]]]:
+  """Parser objective for one batch (per real word), with its parts as (sum, count) metrics.
+
+  Args:
+    outputs: `BiaffineParser` outputs.
+    batch: a 'parse' batch (docs/internals.md): heads, relations, tags, lengths [B], example_mask [B].
+    loss: 'crf' or 'local' (module docstring); both add the relation CE at the gold heads.
+    tag_loss_weight: weight of the UPOS tagging cross-entropy (0 = off).
+
+  Returns:
+    (loss: scalar = 'loss' sum / number of real words; {name: (sum, count)} with 'loss', 'arc_nll',
+    'rel_nll', 'tag_nll' (per word) and, for 'crf', 'sentence_nll' (per sentence)).
+  """
+  if loss not in LOSSES:
+    raise ValueError(f'unknown parser loss {loss!r}; expected one of {LOSSES}')
+  arc_scores, root_scores = outputs['arc_scores'], outputs['root_scores']
+  heads, lengths = batch['heads'], batch['lengths']
+  n = arc_scores.shape[-1]
+  example_mask = batch.get('example_mask', jnp.ones(lengths.shape, jnp.float32)) > 0
+  mask = word_mask(lengths, n) & example_mask[:, None]
+  num_words = mask.sum().astype(jnp.float32)
+
+  metrics = {}
+  if loss == 'crf':
+    sentence_nll = crf_arc_nll(arc_scores, root_scores, heads, lengths)
+    arc_sum = jnp.where(example_mask, sentence_nll, 0.0).sum()
+    metrics['sentence_nll'] = (arc_sum, example_mask.sum())
+  else:
+    arc_sum = jnp.where(mask, local_arc_nll(arc_scores, root_scores, heads, lengths), 0.0).sum()
+  metrics['arc_nll'] = (arc_sum, num_words)
+  rel_logits_gold = relation_logits_at(outputs['relation_logits'], heads)
+  rel_sum = jnp.where(mask, _masked_ce(rel_logits_gold, batch['relations']), 0.0).sum()
+  metrics['rel_nll'] = (rel_sum, num_words)
+  total = arc_sum + rel_sum
+  if 'tag_logits' in outputs and 'tags' in batch and tag_loss_weight:
+    tag_sum = jnp.where(mask, _masked_ce(outputs['tag_logits'], batch['tags']), 0.0).sum()
+    metrics['tag_nll'] = (tag_sum, num_words)
+    total = total + tag_loss_weight * tag_sum
+  metrics['loss'] = (total, num_words)
+  metrics = {k: (jnp.asarray(s, jnp.float32), jnp.asarray(c, jnp.float32))
+             for k, (s, c) in metrics.items()}
+  return total / jnp.maximum(num_words, 1.0), metrics
+
+
+def predict_tags(tag_logits: Array) -> Array:
+  """int32[...]: argmax tag id, never `<pad>`/`<unk>` (ids 0 and 1)."""
+  reserved = jnp.zeros(tag_logits.shape[-1], bool).at[jnp.asarray(_RESERVED_TAG_IDS)].set(True)
+  return jnp.argmax(jnp.where(reserved, -jnp.inf, tag_logits), axis=-1).astype(jnp.int32)
+
+
+def char_ids(words: Sequence[str], max_chars: int) -> np.ndarray:
+  """Byte-level character ids of words for the character CNN.
+
+  Args:
+    words: the words of one sentence.
+    max_chars: width L; longer words keep their first L - 2 bytes (plus the word boundaries).
+
+  Returns:
+    int32[len(words), max_chars]: 1 (begin), UTF-8 bytes + 3, 2 (end), then 0 padding.
+  """
+  out = np.zeros((len(words), max_chars), np.int32)
+  for i, word in enumerate(words):
+    ids = [1] + [b + 3 for b in word.encode('utf-8')[:max_chars - 2]] + [2]
+    out[i, :len(ids)] = ids
+  return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The model.
+# ----------------------------------------------------------------------------------------------
+
+
+class BiaffineMLP(nn.Module):
+  """One hidden layer with leaky ReLU (Dozat & Manning 2017, eq. 5 / 7) and dropout."""
+  features: int
+  dropout: float = 0.0
+
+  @nn.compact
+  def __call__(self, x: Array, *, train: bool) -> Array:
+    x = nn.leaky_relu(nn.Dense(self.features)(x), negative_slope=0.1)
+    return nn.Dropout(self.dropout, deterministic=not train)(x)
+
+
+class CharCNN(nn.Module):
+  """Byte-level character CNN word features (max-pooled convolution, Ma & Hovy 2016 style).
+
+  Input int32[B, n, L] byte ids of `char_ids` (0 = padding); output float[B, n, features].
+  """
+  embed_dim: int
+  features: int
+  width: int = 3
+
+  @nn.compact
+  def __call__(self, chars: Array) -> Array:
+    b, n, length = chars.shape
+    x = nn.Embed(NUM_CHAR_IDS, self.embed_dim, name='embed')(chars.reshape(b * n, length))
+    x = nn.Conv(self.features, (self.width,), padding='SAME', name='conv')(x)  # [B n, L, F]
+    valid = (chars.reshape(b * n, length) > 0)[..., None]
+    x = jnp.max(jnp.where(valid, x, -jnp.inf), axis=1)
+    x = jnp.where(jnp.isfinite(x), x, 0.0)  # words with no characters (padding) -> 0
+    return jnp.tanh(x).reshape(b, n, self.features)
+
+
+class BiaffineParser(nn.Module):
+  """Biaffine graph-based dependency parser (Dozat & Manning 2017) with a joint UPOS tagger.
+
+  Attributes:
+    vocab_size: number of word ids.
+    num_relations: number of dependency relations R.
+    num_tags: size of the UPOS tag vocabulary (incl. `<pad>`, `<unk>`); 0 = no tagger, no tags.
+    word_dim: word embedding size.
+    tag_dim: tag embedding size (used unless `tag_input == 'none'`).
+    tag_input: 'predicted' | 'gold' | 'none' (module docstring).
+    char_dim: byte embedding size of the character CNN; 0 = no character features. When > 0, batches
+      must carry 'chars' int32[B, n, L] (`char_ids`).
+    char_features: character CNN output size.
+    lstm_hidden: BiLSTM units per direction.
+    lstm_layers: BiLSTM layers.
+    tagger_hidden: units per direction of the tagger's one-layer BiLSTM.
+    arc_mlp: arc MLP size (D&M: 500).
+    label_mlp: label MLP size (D&M: 100).
+    dropout: dropout rate (embeddings, BiLSTM outputs, MLPs; D&M: 0.33).
+    embeddings: optional float[vocab_size, word_dim] initial word vectors.
+  """
+  vocab_size: int
+  num_relations: int
+  num_tags: int = 0
+  word_dim: int = 100
+  tag_dim: int = 100
+  tag_input: str = 'predicted'
+  char_dim: int = 0
+  char_features: int = 100
+  lstm_hidden: int = 400
+  lstm_layers: int = 3
+  tagger_hidden: int = 100
+  arc_mlp: int = 500
+  label_mlp: int = 100
+  dropout: float = 0.33
+  embeddings: Any = None
+
+  def _check(self):
+    if self.tag_input not in TAG_INPUTS:
+      raise ValueError(f'config.model.tag_input={self.tag_input!r}; expected one of {TAG_INPUTS}')
+    if self.tag_input != 'none' and self.num_tags <= 0:
+      raise ValueError(f'config.model.tag_input={self.tag_input!r} needs num_tags > 0')
+    if self.embeddings is not None and tuple(np.shape(self.embeddings)) != (self.vocab_size,
+                                                                            self.word_dim):
+      raise ValueError(f'pretrained embeddings have shape {np.shape(self.embeddings)}, expected '
+                       f'(vocab_size, word_dim) = ({self.vocab_size}, {self.word_dim})')
+
+  @nn.compact
+  def __call__(self, batch: Mapping[str, Array], *, train: bool = False) -> dict[str, Array]:
+    """Scores of a 'parse' batch.
+
+    Args:
+      batch: 'tokens' int32[B, n], 'lengths' int32[B], optional 'tags' int32[B, n] (used when
+        `tag_input == 'gold'`), 'chars' int32[B, n, L] when `char_dim > 0`.
+      train: enables dropout (needs rngs={'dropout': key}).
+
+    Returns:
+      {'arc_scores': float32[B, n, n] (head, modifier), 'root_scores': float32[B, n],
+       'relation_logits': float32[B, n + 1, n, R] (heads row n = ROOT),
+       'tag_logits': float32[B, n, num_tags] and 'tags' int32[B, n] (the tags fed to the parser:
+       gold or predicted) when num_tags > 0}.
+      Entries for padded words are finite but meaningless. `arc_scores`, `root_scores` and `lengths`
+      are also sown in 'intermediates' (like the structured-attention models).
+    """
+    self._check()
+    tokens, lengths = batch['tokens'], batch['lengths']
+    n = tokens.shape[1]
+    mask = word_mask(lengths, n)
+    drop = functools.partial(nn.Dropout, self.dropout, deterministic=not train)
+
+    if self.embeddings is not None:
+      table = np.asarray(self.embeddings, np.float32)
+      init = lambda *_: jnp.asarray(table)
+    else:
+      init = nn.initializers.normal(stddev=1.0)
+    features = [nn.Embed(self.vocab_size, self.word_dim, embedding_init=init,
+                         name='word_embed')(tokens)]
+    if self.char_dim > 0:
+      if 'chars' not in batch:
+        raise KeyError('config.model.char_dim > 0 but the batch has no "chars" [B, n, L] '
+                       '(byte ids from parser.char_ids)')
+      features.append(CharCNN(self.char_dim, self.char_features, name='char_cnn')(batch['chars']))
+    words = jnp.concatenate(features, axis=-1)
+
+    outputs = {}
+    tags = None
+    if self.num_tags > 0:
+      tagger_states = jsnn.BiLSTM(self.tagger_hidden, 1, name='tagger_lstm')(drop()(words), lengths)
+      tagger_states = drop()(tagger_states)
+      tag_logits = nn.Dense(self.num_tags, name='tag_out')(tagger_states)
+      outputs['tag_logits'] = tag_logits
+      predicted = predict_tags(jax.lax.stop_gradient(tag_logits))
+      if self.tag_input == 'gold' and 'tags' in batch:
+        tags = batch['tags'].astype(jnp.int32)
+      else:
+        tags = predicted
+      tags = jnp.where(mask, tags, 0)
+      outputs['tags'] = tags
+    if self.tag_input != 'none':
+      features.append(nn.Embed(self.num_tags, self.tag_dim, name='tag_embed')(tags))
+    x = drop()(jnp.concatenate(features, axis=-1))
+    states = jsnn.BiLSTM(self.lstm_hidden, self.lstm_layers, self.dropout, name='lstm')(
+        x, lengths, deterministic=not train)  # [B, n, 2H], 0 on padding
+    states = drop()(states)
+
+    # Learned ROOT representation in the BiLSTM output space, shared by the head MLPs.
+    root = self.param('root', nn.initializers.normal(stddev=1.0), (states.shape[-1],))
+    root = jnp.broadcast_to(root, (states.shape[0], 1, states.shape[-1])).astype(states.dtype)
+    heads_in = jnp.concatenate([states, root], axis=1)  # [B, n + 1, 2H], row n = ROOT
+
+    arc_head = BiaffineMLP(self.arc_mlp, self.dropout, name='arc_head_mlp')(heads_in, train=train)
+    arc_dep = BiaffineMLP(self.arc_mlp, self.dropout, name='arc_dep_mlp')(states, train=train)
+    arc_u = self.param('arc_bilinear', nn.initializers.zeros, (self.arc_mlp, self.arc_mlp))
+    arc_bias = self.param('arc_head_bias', nn.initializers.zeros, (self.arc_mlp,))
+    # D&M eq. 6: s[h, m] = H_head[h] U H_dep[m] + H_head[h] . u   -> [B, n + 1, n]
+    scores = jnp.einsum('bhd,de,bme->bhm', arc_head, arc_u, arc_dep)
+    scores = scores + jnp.einsum('bhd,d->bh', arc_head, arc_bias)[..., None]
+    arc_scores, root_scores = scores[:, :n, :], scores[:, n, :]
+
+    label_head = BiaffineMLP(self.label_mlp, self.dropout, name='label_head_mlp')(heads_in, train=train)
+    label_dep = BiaffineMLP(self.label_mlp, self.dropout, name='label_dep_mlp')(states, train=train)
+    r = self.num_relations
+    label_u = self.param('label_bilinear', nn.initializers.zeros, (r, self.label_mlp,
+                                                                   self.label_mlp))
+    # D&M eq. 9: L_head[h] U_k L_dep[m] + W_k [L_head[h]; L_dep[m]] + b_k   -> [B, n + 1, n, R]
+    bilinear = jnp.einsum('bhre,bme->bhmr', jnp.einsum('bhd,rde->bhre', label_head, label_u),
+                          label_dep)
+    linear = (nn.Dense(r, name='label_head_linear')(label_head)[:, :, None, :]
+              + nn.Dense(r, use_bias=False, name='label_dep_linear')(label_dep)[:, None, :, :])
+    relation_logits = bilinear + linear
+
+    self.sow('intermediates', 'arc_scores', arc_scores)
+    self.sow('intermediates', 'root_scores', root_scores)
+    self.sow('intermediates', 'lengths', lengths)
+    outputs.update(arc_scores=arc_scores, root_scores=root_scores, relation_logits=relation_logits)
+    return outputs
+
+
+# ----------------------------------------------------------------------------------------------
+# Building from a config, the 'parse' task, registration.
+# ----------------------------------------------------------------------------------------------
+
+MODEL_KEYS = ('name', 'loss', 'num_tags', 'num_relations', 'word_dim', 'tag_dim', 'tag_input',
+              'char_dim', 'char_features', 'lstm_hidden', 'lstm_layers', 'tagger_hidden', 'arc_mlp',
+              'label_mlp', 'dropout', 'tag_loss_weight', 'single_root')
+_TASK_ONLY_KEYS = ('name', 'loss', 'tag_loss_weight', 'single_root', 'num_relations')
+
+
+def build(config, *, vocab_size: int, num_classes: int, embeddings=None) -> BiaffineParser:
+  """`BiaffineParser` from `config.model` (the keys of `MODEL_KEYS`; unknown keys are errors).
+
+  Args:
+    config: the model ConfigDict (`config.model`). `num_relations` (> 0) fixes the number of
+      dependency relations; 0 takes `num_classes`. `num_tags` must be at least the size of the data's
+      tag vocabulary (UPOS: 17 tags + `<pad>` + `<unk>` = 19); ids outside the tables give NaN
+      losses, never silent clamping. `loss`, `tag_loss_weight` and `single_root` are read by
+      `ParseTask`.
+    vocab_size: number of word ids.
+    num_classes: number of relations when the data's label names are the relation names.
+    embeddings: optional float[vocab_size, word_dim] initial word vectors.
+
+  Returns:
+    An unbound `BiaffineParser`.
+  """
+  unknown = sorted(set(config.keys()) - set(MODEL_KEYS))
+  if unknown:
+    raise KeyError(f'unknown config.model key(s) {unknown} for parser.biaffine; valid: '
+                   f'{sorted(MODEL_KEYS)}')
+  if config.get('loss', 'crf') not in LOSSES:
+    raise ValueError(f'config.model.loss={config.get("loss")!r}; expected one of {LOSSES}')
+  if not config.get('single_root', True):
+    raise ValueError('config.model.single_root=False: the parser decodes and trains single-root '
+                     'trees (UD has exactly one root per sentence)')
+  num_relations = int(config.get('num_relations', 0)) or int(num_classes)
+  if num_relations <= 0:
+    raise ValueError('parser.biaffine needs the number of dependency relations: set '
+                     'config.model.num_relations (the data reported num_classes=0)')
+  kwargs = {k: config[k] for k in MODEL_KEYS if k in config and k not in _TASK_ONLY_KEYS}
+  return BiaffineParser(vocab_size=vocab_size, num_relations=num_relations, embeddings=embeddings,
+                        **kwargs)
+
+
+def punct_tag_ids(tag_vocab) -> tuple[int, ...]:
+  """Ids of UPOS PUNCT and SYM in a tag `Vocabulary` (or a list of tag names)."""
+  tokens = list(getattr(tag_vocab, 'tokens', tag_vocab))
+  return tuple(tokens.index(t) for t in PUNCT_UPOS if t in tokens)
+
+
+def attachment_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array], *,
+                       punct_tag_ids: Sequence[int] | None = None) -> dict[str, tuple[Array, Array]]:
+  """UAS / LAS (and tagging accuracy) of `decode`d trees against the batch's gold trees.
+
+  Args:
+    outputs: `BiaffineParser` outputs.
+    batch: a 'parse' batch with gold heads, relations, tags, lengths and example_mask.
+    punct_tag_ids: ids of PUNCT/SYM in the tag vocabulary; when given (even empty), also
+      'uas_nopunct' / 'las_nopunct' over words whose GOLD tag is not one of them.
+
+  Returns:
+    {'uas', 'las', ['uas_nopunct', 'las_nopunct'], ['upos']: (correct, count)} float32 sums.
+  """
+  lengths, heads = batch['lengths'], batch['heads']
+  n = heads.shape[-1]
+  example_mask = batch.get('example_mask', jnp.ones(lengths.shape, jnp.float32)) > 0
+  mask = word_mask(lengths, n) & example_mask[:, None]
+  num_words = mask.sum()
+  pred_heads, pred_relations = decode(outputs, lengths)
+  head_ok = (pred_heads == heads) & mask
+  label_ok = head_ok & (pred_relations == batch['relations'])
+  metrics = {'uas': (head_ok.sum(), num_words), 'las': (label_ok.sum(), num_words)}
+  if punct_tag_ids is not None:
+    not_punct = mask
+    for tag_id in punct_tag_ids:
+      not_punct = not_punct & (batch['tags'] != tag_id)
+    metrics['uas_nopunct'] = ((head_ok & not_punct).sum(), not_punct.sum())
+    metrics['las_nopunct'] = ((label_ok & not_punct).sum(), not_punct.sum())
+  if 'tag_logits' in outputs and 'tags' in batch:
+    correct = (predict_tags(outputs['tag_logits']) == batch['tags']) & mask
+    metrics['upos'] = (correct.sum(), num_words)
+  return {k: (jnp.asarray(s, jnp.float32), jnp.asarray(c, jnp.float32))
+          for k, (s, c) in metrics.items()}
+
+
+if importlib.util.find_spec('jax_structured.training.tasks') is not None:
+  from jax_structured.training import tasks as _tasks  # pylint: disable=g-import-not-at-top
+  _TaskBase = _tasks.Task
+else:  # the training platform is not installed in this tree yet
+  _tasks, _TaskBase = None, object
+
+
+class ParseTask(_TaskBase):
+  """Training-platform task 'parse': tree-CRF (or local) loss; UAS/LAS of `trees.mst` trees.
+
+  Constructed with the run config (reads `config.model.loss` and `config.model.tag_loss_weight`) and,
+  when the caller has it, the task data, whose `extras['tag_vocab']` gives the PUNCT/SYM ids for the
+  punctuation-free scores (without it, only the punctuation-included 'uas'/'las' are reported, the
+  CoNLL 2018 shared-task convention, which is also the dev metric).
+  """
+  dev_metric = 'las'
+  higher_is_better = True
+
+  def __init__(self, config=None, task_data=None, *, tag_vocab=None):
+    if _TaskBase is not object:
+      super().__init__(config)
+    model_config = config.get('model') if config is not None else None
+    model_config = model_config if model_config is not None else {}
+    self.loss = model_config.get('loss', 'crf')
+    if self.loss not in LOSSES:
+      raise ValueError(f'config.model.loss={self.loss!r}; expected one of {LOSSES}')
+    self.tag_loss_weight = float(model_config.get('tag_loss_weight', 1.0))
+    if tag_vocab is None and task_data is not None:
+      tag_vocab = getattr(task_data, 'extras', {}).get('tag_vocab')
+    self.punct_tag_ids = punct_tag_ids(tag_vocab) if tag_vocab is not None else None
+
+  def loss_and_metrics(self, outputs, batch):
+    """(loss, {'loss', 'arc_nll', 'rel_nll', 'tag_nll', ...: (sum, count)}) for one batch."""
+    return loss_and_metrics(outputs, batch, loss=self.loss, tag_loss_weight=self.tag_loss_weight)
+
+  def eval_metrics(self, outputs, batch, intermediates=None):
+    """UAS/LAS (+ punctuation-free, UPOS accuracy) of Chu-Liu-Edmonds trees, decoded on device."""
+    del intermediates
+    return attachment_metrics(outputs, batch, punct_tag_ids=self.punct_tag_ids)
+
+
+def _register():
+  """Registers the model and the task with the registries (written concurrently: if present)."""
+  if importlib.util.find_spec('jax_structured.models.registry') is not None:
+    from jax_structured.models import registry as model_registry  # pylint: disable=g-import-not-at-top
+    model_registry.register('parser.biaffine')(build)
+  if _tasks is not None:
+    _tasks.register('parse')(ParseTask)
+
+
+_register()

@@ -1,0 +1,485 @@
+"""Tests of the biaffine tree-CRF dependency parser (jax_structured/models/parser.py, launch/parse.py)."""
+import functools
+import importlib.util
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+import pytest
+
+import brute_force
+from jax_structured.models import parser
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# A tiny CoNLL-U sample (UD English EWT style, incl. a non-projective sentence, a multiword token
+# range and an empty node that readers must skip).
+TINY_CONLLU = """\
+# sent_id = s1
+# text = The cat sat .
+1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_
+2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\t_
+3\tsat\tsit\tVERB\tVBD\t_\t0\troot\t_\t_
+4\t.\t.\tPUNCT\t.\t_\t3\tpunct\t_\t_
+
+# sent_id = s2
+# text = A hearing is scheduled on the issue today .
+1\tA\ta\tDET\tDT\t_\t2\tdet\t_\t_
+2\thearing\thearing\tNOUN\tNN\t_\t4\tnsubj:pass\t_\t_
+3\tis\tbe\tAUX\tVBZ\t_\t4\taux:pass\t_\t_
+4\tscheduled\tschedule\tVERB\tVBN\t_\t0\troot\t_\t_
+5\ton\ton\tADP\tIN\t_\t7\tcase\t_\t_
+6\tthe\tthe\tDET\tDT\t_\t7\tdet\t_\t_
+7\tissue\tissue\tNOUN\tNN\t_\t2\tnmod\t_\t_
+8\ttoday\ttoday\tNOUN\tNN\t_\t4\tobl:tmod\t_\t_
+9\t.\t.\tPUNCT\t.\t_\t4\tpunct\t_\t_
+
+# sent_id = s3
+# text = I don't like $ 5 dogs.
+1\tI\tI\tPRON\tPRP\t_\t4\tnsubj\t_\t_
+2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_
+2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t_\t_
+3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t_\t_
+4\tlike\tlike\tVERB\tVB\t_\t0\troot\t_\t_
+4.1\tlike\tlike\tVERB\tVB\t_\t_\t_\t_\t_
+5\t$\t$\tSYM\t$\t_\t7\tcompound\t_\t_
+6\t5\t5\tNUM\tCD\t_\t5\tnummod\t_\t_
+7\tdogs\tdog\tNOUN\tNNS\t_\t4\tobj\t_\t_
+8\t.\t.\tPUNCT\t.\t_\t4\tpunct\t_\t_
+"""
+
+
+def _trees_ready(*names):
+  """Skips the test while a `trees` function is still a placeholder raising NotImplementedError."""
+  from jax_structured import trees  # pylint: disable=g-import-not-at-top
+  x = jnp.zeros((1, 2, 2))
+  r = jnp.zeros((1, 2))
+  h = jnp.array([[-1, 0]])
+  calls = {'log_partition': lambda: trees.log_partition(x, r),
+           'score': lambda: trees.score(x, r, h),
+           'mst': lambda: trees.mst(x, r)}
+  for name in names:
+    try:
+      calls[name]()
+    except NotImplementedError:
+      pytest.skip(f'trees.{name} is still a placeholder (NotImplementedError)')
+
+
+def _random_problem(seed, lengths, n, dtype=np.float64):
+  rng = np.random.default_rng(seed)
+  b = len(lengths)
+  arc = rng.normal(0, 2, (b, n, n)).astype(dtype)
+  root = rng.normal(0, 2, (b, n)).astype(dtype)
+  heads = np.full((b, n), -1, np.int32)
+  for i, length in enumerate(lengths):
+    all_trees = brute_force.all_trees(length, True)
+    heads[i, :length] = all_trees[rng.integers(len(all_trees))]
+  return arc, root, heads, np.asarray(lengths, np.int32)
+
+
+def _brute_nll(arc, root, heads, length):
+  all_trees = brute_force.all_trees(length, True)
+  s = brute_force.tree_scores(arc[:length, :length], root[:length], all_trees)
+  gold = brute_force.tree_scores(arc[:length, :length], root[:length], heads[None, :length])[0]
+  return np.logaddexp.reduce(s) - gold
+
+
+# ------------------------------------------------------------------------------------- losses
+
+
+def test_crf_loss_matches_brute_force_under_jit_and_vmap():
+  _trees_ready('log_partition', 'score')
+  lengths = [1, 2, 3, 4, 5, 5]
+  arc, root, heads, lens = _random_problem(0, lengths, 5)
+  want = np.array([_brute_nll(arc[i], root[i], heads[i], l) for i, l in enumerate(lengths)])
+  got = jax.jit(parser.crf_arc_nll)(arc, root, heads, lens)
+  np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+  # vmap over an extra leading axis (two copies, the second with shifted scores).
+  stacked = [np.stack([a, a + 0.5 * (a is arc)]) for a in (arc, root)]
+  got2 = jax.vmap(parser.crf_arc_nll)(stacked[0], stacked[1], np.stack([heads] * 2),
+                                      np.stack([lens] * 2))
+  want2 = np.array([_brute_nll(arc[i] + 0.5, root[i], heads[i], l) for i, l in enumerate(lengths)])
+  np.testing.assert_allclose(got2[0], want, rtol=1e-9, atol=1e-9)
+  np.testing.assert_allclose(got2[1], want2, rtol=1e-9, atol=1e-9)
+  assert np.all(np.asarray(got) >= -1e-12)
+
+
+def test_crf_loss_gradient_is_marginals_minus_gold():
+  """d(-log P(gold)) / d arc_scores[h, m] = P(h -> m) - [h -> m in gold] (exponential family)."""
+  _trees_ready('log_partition', 'score')
+  lengths = [4, 3]
+  arc, root, heads, lens = _random_problem(1, lengths, 4)
+  g_arc, g_root = jax.jit(jax.grad(lambda a, r: parser.crf_arc_nll(a, r, heads, lens).sum(),
+                                   argnums=(0, 1)))(arc, root)
+  for i, length in enumerate(lengths):
+    _, arc_m, root_m, _, _ = brute_force.reference(arc[i, :length, :length], root[i, :length])
+    gold_arc = np.zeros((length, length))
+    gold_root = np.zeros(length)
+    for m, h in enumerate(heads[i, :length]):
+      if h < 0:
+        gold_root[m] = 1
+      else:
+        gold_arc[h, m] = 1
+    np.testing.assert_allclose(g_arc[i, :length, :length], arc_m - gold_arc, atol=1e-9)
+    np.testing.assert_allclose(g_root[i, :length], root_m - gold_root, atol=1e-9)
+    assert np.all(np.asarray(g_arc[i])[length:, :] == 0) and np.all(np.asarray(g_arc[i])[:, length:] == 0)
+
+
+def _numpy_local_nll(arc, root, heads, lengths):
+  b, n, _ = arc.shape
+  out = np.zeros((b, n))
+  for i in range(b):
+    length = lengths[i]
+    for m in range(length):
+      cand = [arc[i, h, m] for h in range(length) if h != m] + [root[i, m]]
+      index = [h for h in range(length) if h != m] + [-1]
+      log_z = np.logaddexp.reduce(np.asarray(cand))
+      out[i, m] = log_z - cand[index.index(heads[i, m])]
+  return out
+
+
+def test_local_loss_matches_numpy_reference():
+  lengths = [1, 3, 5]
+  arc, root, heads, lens = _random_problem(2, lengths, 5)
+  got = jax.jit(parser.local_arc_nll)(arc, root, heads, lens)
+  np.testing.assert_allclose(got, _numpy_local_nll(arc, root, heads, lens), rtol=1e-10, atol=1e-12)
+  got_v = jax.vmap(parser.local_arc_nll)(arc[:, None], root[:, None], heads[:, None], lens[:, None])
+  np.testing.assert_allclose(got_v[:, 0], got, rtol=1e-12)
+
+
+def test_relation_logits_at_picks_head_rows_with_root_last():
+  rng = np.random.default_rng(3)
+  logits = rng.normal(size=(2, 4, 3, 5))
+  heads = np.array([[-1, 0, 1], [2, -1, 0]])
+  got = np.asarray(jax.jit(parser.relation_logits_at)(logits, heads))
+  for b in range(2):
+    for m in range(3):
+      np.testing.assert_array_equal(got[b, m], logits[b, heads[b, m], m])  # -1 -> row 3 = ROOT
+
+
+# -------------------------------------------------------------------------------------- model
+
+
+def _tiny_model(**overrides):
+  kwargs = dict(vocab_size=30, num_relations=6, num_tags=8, word_dim=8, tag_dim=4, lstm_hidden=8,
+                lstm_layers=2, tagger_hidden=6, arc_mlp=10, label_mlp=6, dropout=0.0)
+  kwargs.update(overrides)
+  return parser.BiaffineParser(**kwargs)
+
+
+def _batch(rng, lengths, n, vocab=30, num_tags=8, num_relations=6):
+  b = len(lengths)
+  lengths = np.asarray(lengths, np.int32)
+  mask = np.arange(n)[None] < lengths[:, None]
+  heads = np.full((b, n), -1, np.int32)
+  for i, length in enumerate(lengths):
+    all_trees = brute_force.all_trees(int(length), True)
+    heads[i, :length] = all_trees[rng.integers(len(all_trees))]
+  return {'tokens': np.where(mask, rng.integers(2, vocab, (b, n)), 0).astype(np.int32),
+          'tags': np.where(mask, rng.integers(2, num_tags, (b, n)), 0).astype(np.int32),
+          'heads': heads,
+          'relations': np.where(mask, rng.integers(1, num_relations, (b, n)), 0).astype(np.int32),
+          'lengths': lengths, 'example_mask': np.ones((b,), np.float32)}
+
+
+def _init(model, batch, seed=0):
+  """Initialises, then replaces every parameter by random values (biaffine weights start at 0)."""
+  variables = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
+  leaves, treedef = jax.tree.flatten(variables)
+  keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
+  return jax.tree.unflatten(treedef, [0.3 * jax.random.normal(k, l.shape, l.dtype)
+                                      for k, l in zip(keys, leaves)])
+
+
+@pytest.fixture(scope='module')
+def tiny():
+  """(model, variables, batch, jitted apply) shared by the model tests (one compilation)."""
+  rng = np.random.default_rng(8)
+  model = _tiny_model()
+  batch = _batch(rng, [2, 5, 4], 5)
+  batch['example_mask'] = np.array([1, 1, 0], np.float32)  # a padding example is ignored
+  batch['tags'] = np.where(batch['tags'] == 5, 6, batch['tags'])
+  batch['tags'][1, 4] = 5  # tag 5 plays PUNCT, on one word only
+  variables = _init(model, batch, seed=3)
+  return model, variables, batch, jax.jit(model.apply)
+
+
+def test_biaffine_scores_follow_dozat_manning_equations(tiny):
+  """arc/root scores (D&M eq. 6) and relation logits (eq. 9) recomputed in float64 numpy from the
+  captured MLP outputs and the parameters."""
+  model, variables, batch, _ = tiny
+  out, state = jax.jit(functools.partial(model.apply, capture_intermediates=True))(variables, batch)
+  inter = state['intermediates']
+  p = jax.tree.map(lambda x: np.asarray(x, np.float64), variables['params'])
+  arc_head = np.asarray(inter['arc_head_mlp']['__call__'][0], np.float64)  # [B, n + 1, a]
+  arc_dep = np.asarray(inter['arc_dep_mlp']['__call__'][0], np.float64)
+  lab_head = np.asarray(inter['label_head_mlp']['__call__'][0], np.float64)
+  lab_dep = np.asarray(inter['label_dep_mlp']['__call__'][0], np.float64)
+  n = 5
+  want_arc = np.einsum('bhd,de,bme->bhm', arc_head, p['arc_bilinear'], arc_dep) + (
+      arc_head @ p['arc_head_bias'])[..., None]
+  np.testing.assert_allclose(out['arc_scores'], want_arc[:, :n], rtol=2e-4, atol=2e-5)
+  np.testing.assert_allclose(out['root_scores'], want_arc[:, n], rtol=2e-4, atol=2e-5)
+  for b, h, m in [(0, 0, 1), (1, 5, 3), (1, 2, 4)]:  # a few entries written out term by term
+    for k in range(6):
+      want = (lab_head[b, h] @ p['label_bilinear'][k] @ lab_dep[b, m]
+              + lab_head[b, h] @ p['label_head_linear']['kernel'][:, k]
+              + p['label_head_linear']['bias'][k]
+              + lab_dep[b, m] @ p['label_dep_linear']['kernel'][:, k])
+      np.testing.assert_allclose(out['relation_logits'][b, h, m, k], want, rtol=2e-4, atol=2e-5)
+  # The ROOT row of the heads axis is the learned root vector through the head MLPs (same for all b).
+  np.testing.assert_allclose(arc_head[0, n], arc_head[1, n], rtol=1e-6)
+  # The root vector is the parameter 'root' through the arc-head MLP (Dense + leaky ReLU).
+  dense = p['arc_head_mlp']['Dense_0']
+  pre = p['root'] @ dense['kernel'] + dense['bias']
+  np.testing.assert_allclose(arc_head[0, n], np.where(pre > 0, pre, 0.1 * pre), rtol=1e-4, atol=1e-6)
+
+
+def test_padding_never_changes_real_outputs(tiny):
+  model, variables, short, apply = tiny
+  long = {k: (np.pad(v, [(0, 0), (0, 3)], constant_values=-1 if k == 'heads' else 0)
+              if v.ndim == 2 else v) for k, v in short.items()}
+  a, b = apply(variables, short), apply(variables, long)
+  for i, length in enumerate(short['lengths']):
+    np.testing.assert_allclose(a['arc_scores'][i, :length, :length],
+                               b['arc_scores'][i, :length, :length], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a['root_scores'][i, :length], b['root_scores'][i, :length],
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a['relation_logits'][i, -1, :length],
+                               b['relation_logits'][i, -1, :length], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a['relation_logits'][i, :length, :length],
+                               b['relation_logits'][i, :length, :length], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a['tag_logits'][i, :length], b['tag_logits'][i, :length],
+                               rtol=1e-5, atol=1e-6)
+  la, _ = parser.loss_and_metrics(a, short, loss='local')
+  lb, _ = parser.loss_and_metrics(b, long, loss='local')
+  np.testing.assert_allclose(la, lb, rtol=1e-5)
+
+
+def test_gold_tags_are_used_only_when_asked_and_present():
+  rng = np.random.default_rng(6)
+  batch = _batch(rng, [4, 4], 4)
+  no_tags = {k: v for k, v in batch.items() if k != 'tags'}
+  gold = _tiny_model(tag_input='gold', lstm_layers=1)
+  variables = _init(gold, batch, seed=2)
+  apply = jax.jit(gold.apply)
+  out = apply(variables, batch)
+  np.testing.assert_array_equal(out['tags'], batch['tags'])
+  out_raw = apply(variables, no_tags)  # no tags at parse time -> the tagger's predictions
+  np.testing.assert_array_equal(out_raw['tags'], parser.predict_tags(out_raw['tag_logits']))
+  assert np.all(np.asarray(out_raw['tags']) >= 2)  # never <pad>/<unk>
+  np.testing.assert_array_equal(np.argmax(np.asarray(out_raw['tag_logits'])[..., 2:], -1) + 2,
+                                out_raw['tags'])
+  # 'predicted' ignores the batch's tags: the same outputs with and without them.
+  predicted = _tiny_model(tag_input='predicted', lstm_layers=1)
+  apply_p = jax.jit(predicted.apply)
+  out_p, out_p_raw = apply_p(variables, batch), apply_p(variables, no_tags)
+  np.testing.assert_array_equal(out_p['tags'], out_p_raw['tags'])
+  np.testing.assert_allclose(out_p['arc_scores'], out_p_raw['arc_scores'], rtol=1e-6)
+
+
+def test_bad_configuration_errors():
+  batch = _batch(np.random.default_rng(0), [2], 2)
+  with pytest.raises(ValueError, match='tag_input'):
+    _tiny_model(tag_input='oracle').init(jax.random.PRNGKey(0), batch)
+  with pytest.raises(ValueError, match='num_tags'):
+    _tiny_model(num_tags=0).init(jax.random.PRNGKey(0), batch)
+  with pytest.raises(KeyError, match='chars'):
+    _tiny_model(char_dim=4).init(jax.random.PRNGKey(0), batch)
+  with pytest.raises(ValueError, match='loss'):
+    parser.loss_and_metrics({}, batch, loss='hinge')
+  cfg = lambda **kw: ml_collections.ConfigDict({'name': 'parser.biaffine', **kw})
+  with pytest.raises(KeyError, match='lstm_hiden'):
+    parser.build(cfg(lstm_hiden=3), vocab_size=5, num_classes=3)
+  with pytest.raises(ValueError, match='num_relations'):
+    parser.build(cfg(), vocab_size=5, num_classes=0)
+  with pytest.raises(ValueError, match='config.model.loss'):
+    parser.build(cfg(loss='hinge'), vocab_size=5, num_classes=3)
+  model = parser.build(cfg(num_relations=7, lstm_layers=1), vocab_size=5, num_classes=0)
+  assert (model.num_relations, model.lstm_layers, model.vocab_size) == (7, 1, 5)
+  with pytest.raises(ValueError, match='embeddings'):
+    _tiny_model(embeddings=np.zeros((3, 8))).init(jax.random.PRNGKey(0), batch)
+
+
+def test_pretrained_embeddings_initialise_the_word_table():
+  table = np.random.default_rng(1).normal(size=(30, 8)).astype(np.float32)
+  batch = _batch(np.random.default_rng(0), [2], 2)
+  variables = jax.jit(_tiny_model(embeddings=table, lstm_layers=1).init)(jax.random.PRNGKey(0),
+                                                                         batch)
+  np.testing.assert_array_equal(variables['params']['word_embed']['embedding'], table)
+
+
+def test_char_cnn_features():
+  ids = parser.char_ids(['a', 'héllo'], 6)
+  np.testing.assert_array_equal(ids[0], [1, ord('a') + 3, 2, 0, 0, 0])
+  assert list(ids[1][:2]) == [1, ord('h') + 3] and ids[1][-1] == 2  # truncated, still closed
+  rng = np.random.default_rng(7)
+  batch = _batch(rng, [2, 3], 3)
+  batch['chars'] = np.stack([np.concatenate([parser.char_ids(w, 8),
+                                             np.zeros((3 - len(w), 8), np.int32)])
+                             for w in (['ab', 'c'], ['de', 'fgh', 'i'])])
+  model = _tiny_model(char_dim=4, char_features=5, lstm_layers=1)
+  variables = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
+  assert variables['params']['char_cnn']['conv']['kernel'].shape == (3, 4, 5)
+  grads = jax.jit(jax.grad(lambda v: parser.loss_and_metrics(
+      model.apply(v, batch), batch, loss='local')[0]))(variables)
+  assert np.abs(np.asarray(grads['params']['char_cnn']['conv']['kernel'])).sum() > 0
+  # The character features of a word do not depend on its padding width.
+  cnn = parser.CharCNN(4, 5)
+  cv = cnn.init(jax.random.PRNGKey(1), batch['chars'])
+  wide = np.pad(batch['chars'], [(0, 0), (0, 0), (0, 4)])
+  np.testing.assert_allclose(cnn.apply(cv, batch['chars']), cnn.apply(cv, wide), rtol=1e-6)
+
+
+@pytest.mark.parametrize('loss', ['crf', 'local'])
+def test_loss_gradients_finite_and_metrics_match_numpy(tiny, loss):
+  if loss == 'crf':
+    _trees_ready('log_partition', 'score', 'mst')
+  else:
+    _trees_ready('mst')
+  model, variables, batch, apply = tiny
+
+  def objective(v):
+    return parser.loss_and_metrics(model.apply(v, batch), batch, loss=loss)
+
+  (value, metrics), grads = jax.jit(jax.value_and_grad(objective, has_aux=True))(variables)
+  assert np.isfinite(value)
+  assert all(np.all(np.isfinite(g)) for g in jax.tree.leaves(grads))
+  assert sum(float(np.abs(g).sum()) for g in jax.tree.leaves(grads)) > 0
+  out = apply(variables, batch)
+  att = jax.jit(functools.partial(parser.attachment_metrics, punct_tag_ids=(5,)))(out, batch)
+  arc, root = np.asarray(out['arc_scores'], np.float64), np.asarray(out['root_scores'], np.float64)
+  rel = np.asarray(out['relation_logits'], np.float64)
+  tag_logits = np.asarray(out['tag_logits'], np.float64)
+  words = arc_nll = rel_nll = tag_nll = uas = las = uas_np = las_np = count_np = upos = 0.0
+  for i in range(2):  # real examples only
+    length = batch['lengths'][i]
+    gold = batch['heads'][i, :length]
+    if loss == 'crf':
+      arc_nll += _brute_nll(arc[i], root[i], batch['heads'][i], length)
+    else:
+      arc_nll += _numpy_local_nll(arc[i:i + 1], root[i:i + 1], batch['heads'][i:i + 1],
+                                  [length]).sum()
+    *_, best, _ = brute_force.reference(arc[i, :length, :length], root[i, :length])
+    for m in range(length):
+      log_p = rel[i, gold[m], m] - np.logaddexp.reduce(rel[i, gold[m], m])
+      rel_nll -= log_p[batch['relations'][i, m]]
+      tag_nll -= (tag_logits[i, m] - np.logaddexp.reduce(tag_logits[i, m]))[batch['tags'][i, m]]
+      upos += np.argmax(tag_logits[i, m, 2:]) + 2 == batch['tags'][i, m]
+      head_ok = best[m] == gold[m]
+      label_ok = head_ok and np.argmax(rel[i, best[m], m]) == batch['relations'][i, m]
+      uas += head_ok
+      las += label_ok
+      if batch['tags'][i, m] != 5:
+        uas_np += head_ok
+        las_np += label_ok
+        count_np += 1
+    words += length
+  np.testing.assert_allclose(value, (arc_nll + rel_nll + tag_nll) / words, rtol=2e-4)
+  np.testing.assert_allclose(metrics['loss'][0] / metrics['loss'][1], value, rtol=1e-6)
+  np.testing.assert_allclose(metrics['arc_nll'][0], arc_nll, rtol=2e-4)
+  np.testing.assert_allclose(metrics['rel_nll'][0], rel_nll, rtol=2e-4)
+  np.testing.assert_allclose(metrics['tag_nll'][0], tag_nll, rtol=2e-4)
+  assert att['uas'] == (uas, words) and att['las'] == (las, words)
+  assert att['uas_nopunct'] == (uas_np, count_np) and att['las_nopunct'] == (las_np, count_np)
+  assert att['upos'] == (upos, words)
+  assert count_np == words - 1
+
+
+def test_decode_gives_valid_trees_and_the_best_tree():
+  _trees_ready('mst')
+  rng = np.random.default_rng(9)
+  lengths = [1, 3, 5, 5]
+  arc, root, _, lens = _random_problem(10, lengths, 6, np.float32)
+  rel = rng.normal(size=(4, 7, 6, 3)).astype(np.float32)
+  heads, relations = jax.jit(parser.decode)(
+      {'arc_scores': arc, 'root_scores': root, 'relation_logits': rel}, lens)
+  heads, relations = np.asarray(heads), np.asarray(relations)
+  for i, length in enumerate(lengths):
+    h = heads[i, :length]
+    assert np.all(heads[i, length:] == -1) and np.all(relations[i, length:] == 0)
+    assert brute_force._is_tree(list(h)) and (h == -1).sum() == 1  # pylint: disable=protected-access
+    *_, best_score = brute_force.reference(arc[i, :length, :length], root[i, :length])
+    score = brute_force.tree_scores(arc[i, :length, :length], root[i, :length], h[None])[0]
+    np.testing.assert_allclose(score, best_score, rtol=1e-5)
+    for m in range(length):
+      assert relations[i, m] == np.argmax(rel[i, h[m], m])
+
+
+# ------------------------------------------------------------------------- tiny CoNLL-U training
+
+
+def _read_conllu(text):
+  """Independent minimal reader: (words, upos, heads 0-based (-1 ROOT), deprels) per sentence."""
+  sentences, rows = [], []
+  for line in text.splitlines() + ['']:
+    if not line.strip():
+      if rows:
+        sentences.append(tuple(list(c) for c in zip(*rows)))
+        rows = []
+      continue
+    if line.startswith('#'):
+      continue
+    cols = line.split('\t')
+    if '-' in cols[0] or '.' in cols[0]:
+      continue
+    rows.append((cols[1], cols[3], int(cols[6]) - 1, cols[7]))
+  return sentences
+
+
+def _encode(sentences):
+  from jax_structured.data import Vocabulary  # pylint: disable=g-import-not-at-top
+  vocab = Vocabulary.from_corpus([s[0] for s in sentences])
+  tag_vocab = Vocabulary.from_corpus([s[1] for s in sentences])
+  relation_names = sorted({r for s in sentences for r in s[3]})
+  n = max(len(s[0]) for s in sentences)
+  b = len(sentences)
+  batch = {k: np.zeros((b, n), np.int32) for k in ('tokens', 'tags', 'relations')}
+  batch['heads'] = np.full((b, n), -1, np.int32)
+  batch['lengths'] = np.array([len(s[0]) for s in sentences], np.int32)
+  batch['example_mask'] = np.ones((b,), np.float32)
+  for i, (words, upos, heads, rels) in enumerate(sentences):
+    batch['tokens'][i, :len(words)] = vocab.encode(words)
+    batch['tags'][i, :len(words)] = tag_vocab.encode(upos)
+    batch['heads'][i, :len(words)] = heads
+    batch['relations'][i, :len(words)] = [relation_names.index(r) for r in rels]
+  return batch, vocab, tag_vocab, relation_names
+
+
+@pytest.mark.parametrize('loss', ['crf', 'local'])
+def test_training_steps_on_tiny_conllu_reduce_the_loss(loss):
+  if loss == 'crf':
+    _trees_ready('log_partition', 'score')
+  sentences = _read_conllu(TINY_CONLLU)
+  assert [len(s[0]) for s in sentences] == [4, 9, 8]
+  batch, vocab, tag_vocab, relation_names = _encode(sentences)
+  model = parser.BiaffineParser(vocab_size=len(vocab), num_relations=len(relation_names),
+                                num_tags=len(tag_vocab), word_dim=16, tag_dim=8, lstm_hidden=16,
+                                lstm_layers=1, tagger_hidden=8, arc_mlp=16, label_mlp=8,
+                                dropout=0.1)
+  variables = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
+  task = parser.ParseTask(ml_collections.ConfigDict({'model': {'loss': loss}}), tag_vocab=tag_vocab)
+  assert task.punct_tag_ids == (tag_vocab.id('PUNCT'), tag_vocab.id('SYM'))
+  tx = optax.adam(1e-2, b2=0.9)
+  opt_state = tx.init(variables)
+
+  @jax.jit
+  def step(variables, opt_state, key):
+    def objective(v):
+      out = model.apply(v, batch, train=True, rngs={'dropout': key})
+      return task.loss_and_metrics(out, batch)[0]
+    value, grads = jax.value_and_grad(objective)(variables)
+    updates, opt_state = tx.update(grads, opt_state, variables)
+    return optax.apply_updates(variables, updates), opt_state, value
+
+  eval_loss = jax.jit(lambda v: parser.loss_and_metrics(model.apply(v, batch), batch, loss=loss)[0])
+  before = float(eval_loss(variables))
+  for i in range(25):
+    variables, opt_state, _ = step(variables, opt_state, jax.random.PRNGKey(i))
+  after = float(eval_loss(variables))
+  assert np.isfinite(after) and after < 0.7 * before, (before, after)
