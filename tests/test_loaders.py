@@ -267,6 +267,22 @@ def test_universal_dependencies(fixtures_dir, tfds_dir):
   assert all(':' not in r for r in stripped.extras['relation_names'])
 
 
+@pytest.mark.shared_data
+def test_universal_dependencies_shared_ewt(shared_data, shared_tfds_dir):
+  task = data.load(_config('universal_dependencies', shared_data / 'ud_english_ewt',
+                           shared_tfds_dir))
+  # The standard EWT sizes (PROVENANCE.md): sentences and basic tokens per split.
+  assert {s: len(v) for s, v in task.splits.items()} == {'train': 12544, 'dev': 2001, 'test': 2077}
+  assert {s: sum(len(e['tokens']) for e in v.examples) for s, v in task.splits.items()} == {
+      'train': 204577, 'dev': 25147, 'test': 25094}
+  assert task.extras['tag_vocab'].tokens[2:] == sorted(
+      'ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X'.split())
+  root = task.extras['relation_vocab'].id('root')
+  for e in task.splits['train'].examples:  # one word hangs from ROOT, with relation 'root'
+    assert np.count_nonzero(e['heads'] == -1) == 1
+    assert e['relations'][e['heads'] == -1][0] == root
+
+
 # --------------------------------------------------------------------------------------------------
 # Translation
 
@@ -348,8 +364,8 @@ def test_text_classification(tmp_path, tfds_dir):
 
 @pytest.mark.shared_data
 def test_text_classification_debian(shared_data, shared_tfds_dir):
-  task = data.load(_config('text_classification', shared_data / 'debian_descriptions', shared_tfds_dir,
-                           split_sentences=True))
+  task = data.load(_config('text_classification', shared_data / 'debian_descriptions',
+                           shared_tfds_dir, split_sentences=True))
   assert task.kind == 'document'
   assert {s: len(v) for s, v in task.splits.items()} == {'train': 9761, 'dev': 1220, 'test': 1220}
   assert task.label_names == sorted(['utils', 'net', 'science', 'admin', 'x11', 'text', 'games',

@@ -204,7 +204,7 @@ def _hold_out(examples: list, fraction: float, seed: int) -> tuple[list, list]:
 
 def _progress(items: Sequence, desc: str) -> Iterable:
   """A console progress bar for long preparations (quiet for small inputs)."""
-  if len(items) < 20000:
+  if len(items) < 10000:
     return items
   from tqdm import auto as tqdm  # pylint: disable=g-import-not-at-top
   return tqdm.tqdm(items, desc=desc, unit='ex', mininterval=1.0, leave=False)
@@ -675,8 +675,8 @@ def load_document_classification(config) -> core.TaskData:
   The builder gives each document's sentences (Tang et al.'s `<sssss>` segmentation) or, for formats
   without one, the whole text, split here with `text.split_sentences`. Sentences are tokenised on
   whitespace for the pre-tokenised Tang et al. files (`tokenizer='auto'`) and with `text.tokenize`
-  otherwise (lower-cased by default); empty sentences are dropped, documents truncated to `max_sentences` sentences of at most
-  `max_sentence_length` tokens (0 = no limit). Liu & Lapata (2018): vocabulary of words seen more
+  otherwise (lower-cased by default); empty sentences are dropped, documents truncated to
+  `max_sentences` sentences of at most `max_sentence_length` tokens (0 = no limit). Liu & Lapata (2018): vocabulary of words seen more
   than 5 times (`min_count=6`), 200-d word2vec trained on train+dev (`embeddings='word2vec'`).
   `max_length` drops training documents with more tokens in total.
   """
