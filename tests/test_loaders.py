@@ -404,3 +404,10 @@ def test_save_and_load_vocabularies(fixtures_dir, tfds_dir, tmp_path):
   assert back['vocab'].tokens == task.vocab.tokens
   assert back['tag_vocab'].tokens == task.extras['tag_vocab'].tokens
   assert back['relation_vocab'].tokens == task.extras['relation_vocab'].tokens
+
+
+@pytest.mark.shared_data
+def test_missing_train_split_is_a_clear_error(shared_data, shared_tfds_dir):
+  # ../shared/data has SNLI dev/test only: the vocabulary cannot be built.
+  with pytest.raises(FileNotFoundError, match=r'snli: no training split .*snli_1\.0.*validation'):
+    data.load(_config('snli', shared_data / 'snli_1.0', shared_tfds_dir))
