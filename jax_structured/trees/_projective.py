@@ -47,8 +47,9 @@ def _logsumexp(x, axis=-1):
 
 def _select_max(x, axis=-1):
   """max whose gradient is one-hot at the first maximiser (Viterbi backtracking through autodiff)."""
-  idx = jnp.argmax(x, axis=axis, keepdims=True)
-  return jnp.squeeze(jnp.take_along_axis(x, idx, axis=axis), axis)
+  first = jnp.argmax(x, axis=axis, keepdims=True)
+  chosen = lax.broadcasted_iota(jnp.int32, x.shape, axis % x.ndim) == first
+  return jnp.sum(jnp.where(chosen, x, 0), axis=axis)
 
 
 _SEMIRINGS = {'log': _logsumexp, 'max': _select_max}
@@ -69,39 +70,48 @@ def _inside(scores, length, single_root, semiring):
   """
   plus = _SEMIRINGS[semiring]
   n_nodes = scores.shape[-1]
-  neg_inf = jnp.array(-jnp.inf, scores.dtype)
+  dtype = scores.dtype
+  neg_inf = jnp.array(-jnp.inf, dtype)
   scores = scores.at[:, 0].set(neg_inf)                     # nothing heads ROOT
-  empty = jnp.full((n_nodes, n_nodes), neg_inf)
-  width0 = jnp.arange(n_nodes)[:, None] == 0
-  comp_r = jnp.where(width0, jnp.zeros((), scores.dtype), empty)
-  comp_l = comp_r
-  start = jnp.arange(n_nodes)[:, None]                     # [N, 1] span start i
-  split = jnp.arange(n_nodes)[None, :]                     # [1, N] split offset t
+  node = jnp.arange(n_nodes)
+  width, start = node[:, None], node[None, :]
+  end = start + width
+  fits = end <= n_nodes - 1
+  # Arc scores of every span as [width, start]: right arcs start -> end, left arcs end -> start.
+  arc_r = jnp.where(fits, scores[start, jnp.minimum(end, n_nodes - 1)], neg_inf)
+  arc_l = jnp.where(fits, scores[jnp.minimum(end, n_nodes - 1), start], neg_inf)
+  # Charts by [width, start] (rows not yet computed are -inf, which masks the split sums), and the
+  # ones read "backwards" also by [N - 1 - width, end] inside a -inf border of N rows and columns,
+  # so that every split sum is a plain slice (cheap to differentiate, no gather/scatter).
+  by_start = jnp.where(width == 0, jnp.zeros((), dtype), jnp.full((n_nodes, n_nodes), neg_inf))
+  by_end = jnp.full((2 * n_nodes, 2 * n_nodes), neg_inf).at[n_nodes - 1, :n_nodes].set(0)
+  empty_start = jnp.full((n_nodes, n_nodes), neg_inf)
+  empty_end = jnp.full((2 * n_nodes, 2 * n_nodes), neg_inf)
 
-  def gather(table, width, first):
-    """table[width, first] with clipped indices (callers mask the out-of-range entries)."""
-    return table[jnp.clip(width, 0, n_nodes - 1), jnp.clip(first, 0, n_nodes - 1)]
+  def window(table, row, w):
+    return lax.dynamic_slice(table, (row, w), (n_nodes, n_nodes))   # [t, i]
+
+  def put(table, row, col, values):
+    return lax.dynamic_update_slice(table, values[None, :], (row, col))
 
   def body(w, charts):
-    comp_r, comp_l, inc_r, inc_l = charts
-    fits = start + w <= n_nodes - 1                        # span [i, i + w] exists
-    end = jnp.clip(start[:, 0] + w, 0, n_nodes - 1)
-    # Incomplete spans: split k = i + t, t in [0, w).
-    mask = fits & (split < w)
-    inner = plus(jnp.where(mask, comp_r.T + gather(comp_l, w - 1 - split, start + 1 + split), neg_inf))
-    fits1 = fits[:, 0]
-    inc_r = inc_r.at[w].set(jnp.where(fits1, scores[start[:, 0], end] + inner, neg_inf))
-    inc_l = inc_l.at[w].set(jnp.where(fits1, scores[end, start[:, 0]] + inner, neg_inf))
-    # Complete spans (use the incomplete spans of the same width, so after them).
-    mask_r = fits & (split >= 1) & (split <= w)
-    new_r = plus(jnp.where(mask_r, inc_r.T + gather(comp_r, w - split, start + split), neg_inf))
-    mask_l = fits & (split < w)
-    new_l = plus(jnp.where(mask_l, comp_l.T + gather(inc_l, w - split, start + split), neg_inf))
-    comp_r = comp_r.at[w].set(jnp.where(fits1, new_r, neg_inf))
-    comp_l = comp_l.at[w].set(jnp.where(fits1, new_l, neg_inf))
-    return comp_r, comp_l, inc_r, inc_l
+    comp_r, comp_l, inc_r, comp_r_end, comp_l_end, inc_l_end = charts
+    # Incomplete spans (i, i + w), split k = i + t: C_R[i, k] + C_L[k + 1, i + w], t in [0, w).
+    inner = plus(comp_r + window(comp_l_end, n_nodes - w, w), axis=0)
+    new_ir = lax.dynamic_index_in_dim(arc_r, w, keepdims=False) + inner
+    new_il = lax.dynamic_index_in_dim(arc_l, w, keepdims=False) + inner
+    inc_r = put(inc_r, w, 0, new_ir)
+    inc_l_end = put(inc_l_end, n_nodes - 1 - w, w, new_il)
+    # Complete spans: C_R = I_R[i, i + t] + C_R[i + t, i + w] (t in [1, w]),
+    #                 C_L = C_L[i, i + t] + I_L[i + t, i + w] (t in [0, w)).
+    new_cr = plus(inc_r + window(comp_r_end, n_nodes - 1 - w, w), axis=0)
+    new_cl = plus(comp_l + window(inc_l_end, n_nodes - 1 - w, w), axis=0)
+    return (put(comp_r, w, 0, new_cr), put(comp_l, w, 0, new_cl), inc_r,
+            put(comp_r_end, n_nodes - 1 - w, w, new_cr), put(comp_l_end, n_nodes - 1 - w, w, new_cl),
+            inc_l_end)
 
-  comp_r, comp_l, _, _ = lax.fori_loop(1, n_nodes, body, (comp_r, comp_l, empty, empty))
+  init = (by_start, by_start, empty_start, by_end, by_end, empty_end)
+  comp_r, comp_l = lax.fori_loop(1, n_nodes, body, init)[:2]
   if not single_root:
     return comp_r[length, 0]
   # ROOT -> m with C_L[1, m] (width m - 1, start 1) and C_R[m, L] (width L - m, start m).
