@@ -335,7 +335,6 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
     dev_state = _set_scalar(runner, dev_state, embed_scale=optimizers.embedding_scale(opt_cfg, loop.epoch))
     batches = train_split.batches(batch_size, shuffle=train_cfg.shuffle, seed=config.seed,
                                   epoch=loop.epoch, num_shards=runner.num_shards)
-    exhausted = True
     for i, batch in enumerate(batches):
       if i < loop.batch_in_epoch:
         continue  # resuming inside this epoch: same order, skip what was done
@@ -347,30 +346,28 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
       pending.append(step_metrics)
       step += 1
       loop.batch_in_epoch = i + 1
+      epoch_end = loop.batch_in_epoch >= steps_per_epoch
+      if epoch_end:  # the saved position is the start of the next epoch
+        loop.epoch, loop.batch_in_epoch = loop.epoch + 1, 0
       progress(step)
-      if step % train_cfg.log_every_steps == 0 or step == total_steps:
+      if step % train_cfg.log_every_steps == 0 or step >= total_steps:
         log_train()
-      if train_cfg.eval_every_steps and step % train_cfg.eval_every_steps == 0:
-        stop = do_eval()
+      if ((train_cfg.eval_every_steps and step % train_cfg.eval_every_steps == 0)
+          or (not train_cfg.eval_every_steps and epoch_end) or step >= total_steps):
+        stop = do_eval() or step >= total_steps  # evaluates and saves
       elif train_cfg.checkpoint_every_steps and step % train_cfg.checkpoint_every_steps == 0:
         save()
       for hook in hooks:
         hook(step)
-      if stop or step >= total_steps:
-        exhausted = loop.batch_in_epoch >= steps_per_epoch
+      if stop or epoch_end:
         break
-    if exhausted:
-      loop.epoch += 1
-      loop.batch_in_epoch = 0
-      if not train_cfg.eval_every_steps and not stop:
-        stop = do_eval()
-    stop = stop or step >= total_steps
+    else:  # every full epoch breaks at epoch_end above
+      raise RuntimeError(f'train epoch {loop.epoch} gave {loop.batch_in_epoch} batches, expected '
+                         f'{steps_per_epoch}: the split\'s num_batches disagrees with its batches')
   if pending:
     log_train()
-  if not loop.history or loop.history[-1]['step'] != step:
-    do_eval()  # the final state is always evaluated and saved
-  elif last_saved != step:
-    save()
+  if not loop.history:
+    do_eval()  # resumed a run that had stopped before its first evaluation
   train_seconds = time.time() - t_start
 
   results = _final_evaluation(setup, ckpts, task_data, eval_batch_size, dev_state_fallback=None)

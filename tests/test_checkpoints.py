@@ -1,0 +1,177 @@
+"""Checkpoints: bit-identical resume, keep latest + best, and clear errors for bad workdirs."""
+import hashlib
+import json
+import os
+
+import jax
+import numpy as np
+import pytest
+
+import test_training_support as support
+from jax_structured import training
+from jax_structured import trees
+
+
+@pytest.fixture(autouse=True)
+def _mst(monkeypatch):
+  decoder, reason = support.mst_or_fake()
+  if reason:
+    monkeypatch.setattr(trees, 'mst', decoder)
+
+
+class Interrupt(Exception):
+  pass
+
+
+def _interrupt_at(k):
+  def hook(step):
+    if step == k:
+      raise Interrupt(f'simulated crash after step {k}')
+  return hook
+
+
+def _tree_equal(a, b):
+  la, lb = jax.tree_util.tree_leaves_with_path(a), jax.tree_util.tree_leaves_with_path(b)
+  assert [p for p, _ in la] == [p for p, _ in lb]
+  return all(np.array_equal(x, y) for (_, x), (_, y) in zip(la, lb))
+
+
+def _files(root, skip=()):
+  out = {}
+  for d, _, names in os.walk(root):
+    for n in names:
+      p = os.path.join(d, n)
+      if p not in skip:
+        out[p] = hashlib.sha256(open(p, 'rb').read()).hexdigest()
+  return out
+
+
+# Shuffled data, dropout, adagrad, a plateau decay and an embedding scale that changes after epoch 1:
+# everything the resumed run must restore (params, optimizer state, lr scale, data position, rng).
+RESUME_CONFIG = {'train.num_epochs': 3, 'train.eval_every_steps': 4, 'train.checkpoint_every_steps': 3,
+                 'model.dropout': 0.2, 'optimizer.name': 'adagrad', 'optimizer.learning_rate': 0.2,
+                 'optimizer.plateau_factor': 0.5, 'optimizer.embedding_grad_scale': 0.35}
+
+
+@pytest.fixture(scope='module')
+def uninterrupted(tmp_path_factory):
+  if not support.mst_or_fake()[1] is None:
+    jax_mst = trees.mst
+    trees.mst = support.fake_mst
+  else:
+    jax_mst = None
+  try:
+    workdir = str(tmp_path_factory.mktemp('full'))
+    results = training.train_and_evaluate(support.make_config(**RESUME_CONFIG), workdir)
+  finally:
+    if jax_mst is not None:
+      trees.mst = jax_mst
+  return workdir, results
+
+
+def test_interrupted_run_resumes_bit_identically(tmp_path, uninterrupted):
+  full_dir, full = uninterrupted
+  workdir = str(tmp_path / 'resumed')
+  config = support.make_config(**RESUME_CONFIG)
+  with pytest.raises(Interrupt):  # mid epoch 2 (6 steps per epoch), between evaluations
+    training.train_and_evaluate(config, workdir, hooks=[_interrupt_at(9)])
+  assert training.load_trained(workdir, 'latest').step == 9
+  with pytest.raises(Interrupt):  # again, right after an evaluation
+    training.train_and_evaluate(config, workdir, hooks=[_interrupt_at(12)])
+  resumed = training.train_and_evaluate(config, workdir)
+  assert resumed['history'] == full['history']
+  assert resumed['steps'] == full['steps'] == 18
+  assert resumed['test'] == full['test']
+  for which in ('latest', 'best'):
+    a, b = training.load_trained(full_dir, which), training.load_trained(workdir, which)
+    assert a.step == b.step
+    assert _tree_equal(a.variables, b.variables), which
+  # Keep latest + best only.
+  steps = sorted(int(n) for n in os.listdir(os.path.join(workdir, 'checkpoints')) if n.isdigit())
+  assert steps == sorted({full['best_step'], 18})
+  # A finished run resumed again does not train further.
+  again = training.train_and_evaluate(config, workdir)
+  assert again['steps'] == 18 and again['history'] == full['history']
+
+
+def test_workdir_of_another_config_is_an_error_naming_keys(tmp_path, uninterrupted):
+  full_dir, _ = uninterrupted
+  before = _files(full_dir)
+  other = support.make_config(**dict(RESUME_CONFIG, **{'model.dim': 16, 'optimizer.name': 'adam'}))
+  with pytest.raises(training.CheckpointError) as err:
+    training.train_and_evaluate(other, full_dir)
+  message = str(err.value)
+  assert full_dir in message
+  assert "model.dim: saved=8 current=16" in message
+  assert "optimizer.name: saved='adagrad' current='adam'" in message
+  assert 'train.' not in message
+  assert _files(full_dir) == before
+  # train.* keys may change on resume (e.g. more epochs): no error.
+  longer = support.make_config(**dict(RESUME_CONFIG, **{'train.num_epochs': 3, 'train.log_every_steps': 5}))
+  assert training.train_and_evaluate(longer, full_dir)['steps'] == 18
+
+
+def _copy_run(src, dst):
+  import shutil  # pylint: disable=g-import-not-at-top
+  shutil.copytree(src, dst)
+  return str(dst)
+
+
+def _data_files(step_dir):
+  return sorted(os.path.join(d, n) for d, _, names in os.walk(os.path.join(step_dir, 'state'))
+                for n in names if os.sep + 'd' + os.sep in os.path.join(d, n))
+
+
+@pytest.mark.parametrize('damage', ['truncate', 'garble', 'meta'])
+def test_corrupted_checkpoint_is_a_clear_error_and_nothing_is_touched(tmp_path, uninterrupted, damage):
+  workdir = _copy_run(uninterrupted[0], tmp_path / 'run')
+  step_dir = os.path.join(workdir, 'checkpoints', '18')
+  if damage == 'meta':
+    victim = os.path.join(step_dir, 'meta', 'metadata')
+  else:
+    victim = max(_data_files(step_dir), key=os.path.getsize)
+  raw = open(victim, 'rb').read()
+  if damage == 'truncate':
+    damaged = raw[:len(raw) // 2]
+  elif damage == 'garble':
+    middle = len(raw) // 2
+    damaged = raw[:middle] + bytes(b ^ 0xFF for b in raw[middle:middle + 16]) + raw[middle + 16:]
+  else:
+    damaged = raw[:-3] + b'#'
+  open(victim, 'wb').write(damaged)
+  before = _files(workdir)
+  with pytest.raises(training.CheckpointError, match=f'checkpoint {step_dir} is corrupted'):
+    training.load_trained(workdir, 'latest')
+  with pytest.raises(training.CheckpointError, match=f'checkpoint {step_dir} is corrupted'):
+    training.train_and_evaluate(support.make_config(**RESUME_CONFIG), workdir)  # auto-resume
+  after = _files(workdir)
+  assert {p: h for p, h in after.items() if 'tfevents' not in p} == \
+         {p: h for p, h in before.items() if 'tfevents' not in p}
+
+
+def test_missing_checkpoints_and_workdirs_are_clear_errors(tmp_path, uninterrupted):
+  missing = str(tmp_path / 'nowhere')
+  with pytest.raises(FileNotFoundError, match=f'workdir {missing} does not exist'):
+    training.evaluate(missing, 'test')
+  with pytest.raises(FileNotFoundError, match='no config.json'):
+    training.load_trained(missing)
+  workdir = _copy_run(uninterrupted[0], tmp_path / 'run')
+  import shutil  # pylint: disable=g-import-not-at-top
+  shutil.rmtree(os.path.join(workdir, 'checkpoints'))
+  with pytest.raises(FileNotFoundError, match=f'no checkpoint in workdir {workdir}'):
+    training.evaluate(workdir, 'test')
+  os.makedirs(os.path.join(workdir, 'checkpoints'))
+  with pytest.raises(FileNotFoundError, match=f'no checkpoint in workdir {workdir}'):
+    training.load_trained(workdir)
+  with pytest.raises(FileNotFoundError, match='no checkpoint for step 7'):
+    training.load_trained(uninterrupted[0], 7)
+
+
+def test_unfinished_save_is_ignored(tmp_path, uninterrupted):
+  workdir = _copy_run(uninterrupted[0], tmp_path / 'run')
+  # What an interrupted Orbax save leaves behind: a temporary directory, never a step directory.
+  partial = os.path.join(workdir, 'checkpoints', '24.orbax-checkpoint-tmp-1234567')
+  os.makedirs(os.path.join(partial, 'state'))
+  open(os.path.join(partial, 'state', 'garbage'), 'wb').write(b'\x00' * 10)
+  assert training.load_trained(workdir, 'latest').step == 18
+  assert json.load(open(os.path.join(workdir, 'config.json')))['model']['dim'] == 8
