@@ -75,7 +75,8 @@ def test_neg_inf_arcs_never_chosen_when_a_tree_exists(single_root):
   arc, root = _scores(rng, (batch,), n)
   arc[rng.random(arc.shape) < 0.5] = -np.inf
   root[rng.random(root.shape) < 0.5] = -np.inf
-  heads = np.asarray(mst(arc, root, single_root=single_root))
+  with jax.debug_nans(True):
+    heads = np.asarray(mst(arc, root, single_root=single_root))
   found = 0
   for b in range(batch):
     assert _is_tree(heads[b], single_root)

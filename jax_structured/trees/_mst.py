@@ -9,7 +9,7 @@ Fixed shapes. A sentence of `n` words becomes a graph of `N = n + 1` nodes (node
 nodes get fresh ids `N, N + 1, ...` inside arrays of size `2N` (at most `N - 1` contractions happen); all
 cycles of one greedy graph are contracted in the same iteration (they are disjoint and contracting one
 leaves the others' best arcs unchanged). An iteration is O(N^2) and there are at most `N` of them, so the
-worst case is O(N^3) per sentence; typical score matrices need two or three iterations. Everything runs
+worst case is O(N^3) per sentence (a batch runs until its slowest sentence is done). Everything runs
 in `lax.while_loop` / `lax.fori_loop` with static shapes: no host callback, jit- and vmap-able.
 
 Exact constraints through lexicographic weights. Every arc weight is a pair `(penalty, score)`, compared
@@ -23,7 +23,7 @@ the algorithm returns the arborescence maximising `(-total_penalty, total_score)
     always has a one-root tree, so exactly one word hangs from ROOT, and among one-root trees the order is
     the score order. This is the reweighting of Stanojevic & Cohen (2021, "A Root of a Problem") with an
     infinitely large constant, kept in a separate integer so that no float precision is lost (a finite
-    constant added to float32 scores is not exact). It returns the same tree as the root-constrained
+    constant added to float32 scores is not exact). It finds the same optimum as the root-constrained
     algorithm of Gabow & Tarjan (1984) / Zmigrod, Vieira & Cotterell (2020, "Please Mind the Root").
 Ties in the float part are broken deterministically (lowest index first).
 """
