@@ -33,6 +33,9 @@ def test_hand_checked_tree_statistics_with_padding():
   # Second tree: word 1 lies between 2 and 0 but is 2's head, not its descendant: not projective.
   np.testing.assert_array_equal(tu.is_projective(heads, lengths), [True, False])
   np.testing.assert_array_equal(tu.tree_height(np.zeros((2, 0), int)), [0, 0])
+  # A cycle is not a tree; the statistics still terminate.
+  assert not tu.is_tree(np.array([1, 2, 0]))
+  assert tu.is_projective(np.array([1, 2, 0])).shape == ()
 
 
 def test_depths_and_projectivity_against_brute_force_for_all_trees():

@@ -133,15 +133,16 @@ def _ancestors(heads):
   nodes = jnp.arange(n)
 
   def cond(state):
-    return jnp.any(state[0] >= 0)
+    step, cur, _ = state
+    return (step < n) & jnp.any(cur >= 0)   # at most n steps, also when `heads` has a cycle
 
   def body(state):
-    cur, anc = state
+    step, cur, anc = state
     anc = anc | (cur[..., None, :] == nodes[:, None])
-    return _follow(heads, cur), anc
+    return step + 1, _follow(heads, cur), anc
 
   anc = jnp.zeros(heads.shape[:-1] + (n, n), bool)
-  return lax.while_loop(cond, body, (heads, anc))[1]
+  return lax.while_loop(cond, body, (0, heads, anc))[2]
 
 
 def is_projective(heads, lengths=None):
