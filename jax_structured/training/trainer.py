@@ -281,6 +281,9 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
   dev_state = runner.place(state)
   rng = runner.put_rng(jax.random.fold_in(jax.random.PRNGKey(config.seed), 2))
   step = int(parallel.to_host(state.step))
+  # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a bug
+  # (jax.pmap itself transfers a scalar per call, so its driver is exempt).
+  guard = 'allow' if mode == 'pmap' else 'disallow'
   pending: list[Any] = []  # device metrics of steps not yet logged
   last_saved = latest
   stop = step >= total_steps
@@ -341,7 +344,7 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
       check_batch(batch, where=f'train epoch {loop.epoch} batch {i}', num_classes=task_data.num_classes,
                   task_name=task_name)
       device_batch = runner.shard_batch(batch)
-      with jax.transfer_guard_host_to_device('disallow'):  # everything is placed explicitly
+      with jax.transfer_guard_host_to_device(guard):
         dev_state, step_metrics = runner.train(dev_state, device_batch, rng)
       pending.append(step_metrics)
       step += 1

@@ -1,0 +1,123 @@
+"""Data parallelism on 8 simulated CPU devices: shard_map and pmap give the one-device parameters."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import test_training_support as support
+from jax_structured import training
+from jax_structured import trees
+from jax_structured.training import config as config_lib
+from jax_structured.training import optimizers
+from jax_structured.training import parallel
+from jax_structured.training import steps
+from jax_structured.training import tasks
+
+
+def _batches(num, batch_size=16, padding=5):
+  """`num` batches of 16 rows, the last `padding` rows padding examples (so shards differ in counts)."""
+  split = support.tiny_sentences(support.make_config(**{'data.num_train': 200}).data).splits['train']
+  out = []
+  for batch in split.batches(batch_size, shuffle=True, seed=3):
+    batch['example_mask'][batch_size - padding:] = 0.0
+    out.append(batch)
+    if len(out) == num:
+      return out
+  raise AssertionError('not enough batches')
+
+
+def _run(mode, batches, opt_overrides):
+  config = support.make_config(**opt_overrides)
+  model = support.build_tiny_model(config.model, vocab_size=12, num_classes=2)
+  task = tasks.Classification(config)
+  variables = jax.jit(lambda b: model.init(jax.random.PRNGKey(0), b))(batches[0])
+  opt = config_lib.optimizer_config(config)
+  tx, _ = optimizers.build(opt, variables['params'], 100)
+  emb = optimizers.embedding_mask(variables['params'], opt.embedding_pattern)
+  runner = parallel.Runner(
+      mode, parallel.bind(steps.train_step, apply_fn=model.apply, task=task, tx=tx, embed_mask=emb),
+      parallel.bind(steps.eval_step, apply_fn=model.apply, task=task))
+  state = runner.place(runner.replicate(jax.device_get(steps.create_state(variables, tx))))
+  rng = runner.put_rng(jax.random.PRNGKey(1))
+  losses = []
+  for batch in batches:
+    state, metrics = runner.train(state, runner.shard_batch(batch), rng)
+    losses.append(float(metrics['loss'][0]) / float(metrics['loss'][1]))
+  evaluated = runner.evaluate(state, runner.shard_batch(batches[0]))
+  return parallel.to_host(runner.canonical(state)), losses, jax.device_get(evaluated), runner
+
+
+def _reference(batches, opt_overrides):
+  """Plain single-device optax on the global mean loss (no Runner, no shard weighting)."""
+  config = support.make_config(**opt_overrides)
+  model = support.build_tiny_model(config.model, vocab_size=12, num_classes=2)
+  params = jax.jit(lambda b: model.init(jax.random.PRNGKey(0), b))(batches[0])['params']
+  tx, _ = optimizers.build(config_lib.optimizer_config(config), params, 100)
+  opt_state = tx.init(params)
+
+  def loss(p, batch):
+    logits = model.apply({'params': p}, batch)
+    nll = -jnp.take_along_axis(jax.nn.log_softmax(logits), batch['label'][:, None], -1)[:, 0]
+    return (nll * batch['example_mask']).sum() / batch['example_mask'].sum()
+
+  for batch in batches:
+    grads = jax.grad(loss)(params, batch)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+  return jax.device_get(params)
+
+
+OPTIMIZERS = {
+    'adam': {'optimizer.name': 'adam', 'optimizer.learning_rate': 0.05},
+    'sgd_momentum_l2_clip': {'optimizer.name': 'sgd', 'optimizer.learning_rate': 0.5,
+                             'optimizer.momentum': 0.9, 'optimizer.weight_decay': 1e-3,
+                             'optimizer.clip_norm': 0.5},
+}
+
+
+@pytest.mark.parametrize('name', sorted(OPTIMIZERS))
+def test_shard_map_and_pmap_match_one_device(name):
+  assert jax.device_count() == 8
+  batches = _batches(3)
+  overrides = OPTIMIZERS[name]
+  reference = _reference(batches, overrides)
+  results = {mode: _run(mode, batches, overrides) for mode in ('none', 'shard_map', 'pmap')}
+  assert results['none'][3].num_shards == 1 and results['shard_map'][3].num_shards == 8
+  for mode, (state, losses, evaluated, _) in results.items():
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6, err_msg=mode),
+                 state.params, reference)
+    np.testing.assert_allclose(losses, results['none'][1], rtol=1e-5, err_msg=mode)
+    assert int(state.step) == 3
+    # Evaluation sums over shards: counts are the real examples of the global batch.
+    assert float(evaluated['accuracy'][1]) == 11.0
+    np.testing.assert_allclose(evaluated['loss'][0], results['none'][2]['loss'][0], rtol=1e-5)
+
+
+def test_padding_only_shards_weigh_nothing():
+  # 16 rows of which 12 are padding: shards 3..7 (2 rows each) hold no real example.
+  batches = _batches(2, padding=12)
+  reference = _reference(batches, OPTIMIZERS['adam'])
+  state = _run('shard_map', batches, OPTIMIZERS['adam'])[0]
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6), state.params, reference)
+
+
+def test_batch_not_divisible_by_devices_is_an_error():
+  runner = parallel.Runner('shard_map', lambda *a: None, lambda *a: None)
+  with pytest.raises(ValueError, match='batch size 12 is not divisible by the 8 data shards'):
+    runner.shard_batch({'tokens': np.zeros((12, 3), np.int32)})
+
+
+def test_train_and_evaluate_pmap_equals_shard_map(tmp_path, monkeypatch):
+  decoder, reason = support.mst_or_fake()
+  if reason:
+    monkeypatch.setattr(trees, 'mst', decoder)
+  params = {}
+  for mode in ('shard_map', 'pmap'):
+    config = support.make_config(**{'parallel': mode, 'train.num_steps': 4, 'train.eval_every_steps': 2,
+                                    'data.batch_size': 16, 'optimizer.plateau_factor': 0.5})
+    results = training.train_and_evaluate(config, str(tmp_path / mode))
+    assert results['steps'] == 4
+    params[mode] = support.params_of(str(tmp_path / mode))
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6),
+               params['pmap'], params['shard_map'])
