@@ -31,6 +31,14 @@ def _is_tree(heads):
   return True
 
 
+def _words(task, split):
+  return [task.vocab.decode(e['tokens']) for e in task.splits[split].examples]
+
+
+def _all_words(task):
+  return {name: _words(task, name) for name in task.splits}
+
+
 @pytest.fixture(scope='module')
 def task():
   return data.load(_config(num_train=3000, num_dev=50, num_test=1000, seed=3))
@@ -39,8 +47,8 @@ def task():
 def test_registered_and_batched(task):
   assert 'synthetic_trees' in data.names()
   assert task.kind == 'sentence' and task.label_names == ['violated', 'consistent']
-  assert {k: len(v) for k, v in task.splits.items()} == {'train': 3000, 'dev': 50, 'test': 1000}
-  batch = next(task.splits['dev'].batches(16, shuffle=False))
+  assert {k: len(v) for k, v in task.splits.items()} == {'train': 3000, 'validation': 50, 'test': 1000}
+  batch = next(task.splits['validation'].batches(16, shuffle=False))
   assert batch['tokens'].shape == batch['heads'].shape == (16, 13)
   assert batch['tokens'].dtype == np.int32 and batch['heads'].dtype == np.int32
   for row, length in zip(batch['heads'], batch['lengths']):
@@ -48,7 +56,7 @@ def test_registered_and_batched(task):
 
 
 def test_trees_valid_and_recoverable_from_tokens(task):
-  words = task.extras['words']['train']
+  words = _words(task, 'train')
   lengths = set()
   for w, example in zip(words, task.splits['train'].examples):
     heads = example['heads']
@@ -67,7 +75,7 @@ def test_trees_valid_and_recoverable_from_tokens(task):
 def test_labels_balanced_and_read_off_the_gold_tree(task):
   labels = np.array([e['label'] for e in task.splits['train'].examples])
   assert 0.45 < labels.mean() < 0.55
-  for w, e in zip(task.extras['words']['train'], task.splits['train'].examples):
+  for w, e in zip(_words(task, 'train'), task.splits['train'].examples):
     assert synthetic.label_from_tree(w, e['heads'], 3) == e['label']
   # The rule needs the RIGHT tree: on the tree "every noun hangs from the nearest noun to its left"
   # (same classes, wrong attachments) it is far from perfect.
@@ -78,7 +86,7 @@ def test_labels_balanced_and_read_off_the_gold_tree(task):
       heads[b] = a
     return heads
   wrong = [synthetic.label_from_tree(w, nearest_left_noun_tree(w), 3)
-           for w in task.extras['words']['train']]
+           for w in _words(task, 'train')]
   assert np.mean(np.array(wrong) == labels) < 0.75
 
 
@@ -115,9 +123,9 @@ def test_bag_of_words_classifier_is_near_chance(task):
   def tree_feature(split, words):
     return np.array([[1.0 - synthetic.label_from_tree(w, e['heads'], 3)]
                      for w, e in zip(words, split.examples)])
-  w_tree = _logistic_regression(tree_feature(task.splits['train'], task.extras['words']['train']),
+  w_tree = _logistic_regression(tree_feature(task.splits['train'], _words(task, 'train')),
                                 y_train, l2=1e-4)
-  f_test = tree_feature(task.splits['test'], task.extras['words']['test'])
+  f_test = tree_feature(task.splits['test'], _words(task, 'test'))
   assert np.mean(((np.c_[f_test, np.ones(len(f_test))] @ w_tree) > 0) == y_test) == 1.0
 
 
@@ -139,12 +147,12 @@ def test_deterministic_per_seed():
   a = data.load(_config(num_train=20, num_dev=5, num_test=5, seed=7))
   b = data.load(_config(num_train=20, num_dev=5, num_test=5, seed=7))
   c = data.load(_config(num_train=20, num_dev=5, num_test=5, seed=8))
-  assert a.extras['words'] == b.extras['words']
+  assert _all_words(a) == _all_words(b)
   for x, y in zip(a.splits['train'].examples, b.splits['train'].examples):
     np.testing.assert_array_equal(x['heads'], y['heads'])
     assert x['label'] == y['label']
-  assert a.extras['words']['train'] != c.extras['words']['train']
-  assert a.extras['words']['train'] != a.extras['words']['test']
+  assert _all_words(a)['train'] != _all_words(c)['train']
+  assert _all_words(a)['train'] != _all_words(a)['test']
 
 
 def test_bad_config_is_an_error():

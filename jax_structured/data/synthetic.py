@@ -50,10 +50,9 @@ VERB_NAMES = ('sees', 'likes', 'finds', 'meets', 'feeds', 'hears', 'helps', 'cal
 DEFAULTS: dict[str, Any] = {
     'name': LOADER_NAME,
     'batch_size': 32,          # training batch size (read by the training loop)
-    'eval_batch_size': 0,      # 0: same as batch_size (read by the training loop)
     'seed': 0,                 # generator seed: same seed, same data
     'num_train': 2000,
-    'num_dev': 300,
+    'num_dev': 300,            # examples of the 'validation' split
     'num_test': 300,
     'min_length': 9,           # words per sentence, verb included (2M + 1 for M >= 4 mentions)
     'max_length': 13,
@@ -119,7 +118,7 @@ def validate_config(config) -> dict[str, Any]:
   cfg = dict(DEFAULTS, **given)
   if cfg['name'] != LOADER_NAME:
     raise ValueError(f'config.data.name={cfg["name"]!r}, expected {LOADER_NAME!r}')
-  for key in ('num_train', 'num_dev', 'num_test', 'eval_batch_size', 'seed'):
+  for key in ('num_train', 'num_dev', 'num_test', 'seed'):
     if int(cfg[key]) < 0:
       raise ValueError(f'config.data.{key}={cfg[key]} must be >= 0')
   for key in ('num_train', 'batch_size', 'num_verbs', 'num_keys'):
@@ -294,17 +293,17 @@ def load(config) -> core.TaskData:
 
   Returns:
     TaskData(kind='sentence', vocab over the whole grammar, label_names=['violated', 'consistent'],
-    splits train/dev/test); `extras['words']` keeps each split's word lists (for pictures).
+    splits train/validation/test (sizes num_train/num_dev/num_test), extras {'num_colors'}.
   """
   cfg = validate_config(config)
   vocab = core.Vocabulary(word_list(int(cfg['num_keys']), int(cfg['num_colors']),
                                     int(cfg['num_verbs'])))
-  splits, words = {}, {}
-  for index, name in enumerate(('train', 'dev', 'test')):
-    raw = generate_split(int(cfg[f'num_{name}']), int(cfg['seed']), index, cfg)
+  splits = {}
+  for index, (name, size) in enumerate((('train', 'num_train'), ('validation', 'num_dev'),
+                                        ('test', 'num_test'))):
+    raw = generate_split(int(cfg[size]), int(cfg['seed']), index, cfg)
     examples = [{'tokens': vocab.encode(w), 'heads': h, 'label': y} for w, h, y in raw]
     splits[name] = core.Split(name, 'sentence', examples,
                               bucket_boundaries=cfg['bucket_boundaries'])
-    words[name] = [w for w, _, _ in raw]
   return core.TaskData(kind='sentence', vocab=vocab, label_names=list(LABEL_NAMES), splits=splits,
-                       extras={'words': words, 'num_colors': int(cfg['num_colors'])})
+                       extras={'num_colors': int(cfg['num_colors'])})
