@@ -174,3 +174,5 @@ def test_bad_shapes_raise():
     mst(np.zeros((3, 4)), np.zeros(3))
   with pytest.raises(ValueError, match='lengths'):
     mst(np.zeros((2, 3, 3)), np.zeros((2, 3)), np.zeros(3, int))
+  with pytest.raises(ValueError, match=r'lengths must lie in \[0, 3\]'):
+    mst(np.zeros((2, 3, 3)), np.zeros((2, 3)), np.array([1, 4]))

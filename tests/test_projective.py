@@ -147,3 +147,5 @@ def test_bad_shapes_raise():
     projective_marginals(np.zeros((2, 3, 3)), np.zeros((2, 3)), np.zeros((2, 1), int))
   with pytest.raises(ValueError, match='arc_scores'):
     projective_mst(np.zeros((3, 2)), np.zeros((3,)))
+  with pytest.raises(ValueError, match=r'lengths must lie in \[0, 3\]'):
+    projective_marginals(np.zeros((2, 3, 3)), np.zeros((2, 3)), np.array([-1, 2]))

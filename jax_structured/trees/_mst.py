@@ -216,6 +216,11 @@ def mst(arc_scores, root_scores, lengths=None, *, single_root=True):
   if lengths.shape != batch_shape:
     raise ValueError(f'lengths must have shape {batch_shape} (the batch shape of arc_scores '
                      f'{arc_scores.shape}), got {lengths.shape}')
+  if not isinstance(lengths, jax.core.Tracer):
+    values = np.asarray(lengths)
+    if values.size and (values.min() < 0 or values.max() > n):
+      raise ValueError(f'lengths must lie in [0, {n}] (n = arc_scores.shape[-1]), got values in '
+                       f'[{values.min()}, {values.max()}]')
   if n == 0:
     return jnp.zeros(batch_shape + (0,), jnp.int32)
   flat = int(np.prod(batch_shape))

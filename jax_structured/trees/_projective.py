@@ -170,6 +170,11 @@ def _prepare(arc_scores, root_scores, lengths):
   if lengths.shape != batch_shape:
     raise ValueError(f'lengths must have shape {batch_shape} (the batch shape of arc_scores '
                      f'{arc_scores.shape}), got {lengths.shape}')
+  if not isinstance(lengths, jax.core.Tracer):
+    values = np.asarray(lengths)
+    if values.size and (values.min() < 0 or values.max() > n):
+      raise ValueError(f'lengths must lie in [0, {n}] (n = arc_scores.shape[-1]), got values in '
+                       f'[{values.min()}, {values.max()}]')
   flat = int(np.prod(batch_shape))
   return (arc_scores.astype(dtype).reshape(flat, n, n), root_scores.astype(dtype).reshape(flat, n),
           jnp.clip(lengths.astype(jnp.int32), 0, n).reshape(flat)), batch_shape, n
