@@ -1,0 +1,29 @@
+r"""Evaluates a trained workdir's checkpoint on one split; prints and writes <workdir>/eval_<split>.json.
+
+    python -m launch.evaluate --workdir=/tmp/run --split=test [--checkpoint=best|latest|STEP]
+
+Needs only the workdir (config, vocabulary, labels and checkpoints saved by training) and the data of
+the evaluated split. The launcher only parses flags; `jax_structured.training.evaluate` does the work.
+"""
+import json
+
+from absl import app
+from absl import flags
+
+_WORKDIR = flags.DEFINE_string('workdir', None, 'A training workdir.')
+_SPLIT = flags.DEFINE_string('split', 'test', 'Split to evaluate (validation, test, ...).')
+_CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
+flags.mark_flags_as_required(['workdir'])
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  from jax_structured import training  # pylint: disable=g-import-not-at-top
+  checkpoint = int(_CHECKPOINT.value) if _CHECKPOINT.value.isdigit() else _CHECKPOINT.value
+  result = training.evaluate(_WORKDIR.value, _SPLIT.value, checkpoint=checkpoint)
+  print(json.dumps(result, indent=2, sort_keys=True))
+
+
+if __name__ == '__main__':
+  app.run(main)

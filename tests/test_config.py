@@ -1,0 +1,139 @@
+"""Config handling: frozen schema on the command line and in files, overrides, launchers end to end."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import ml_collections
+import pytest
+
+import test_training_support as support
+from jax_structured import training
+from jax_structured.training import config as config_lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.join(REPO, 'tests')
+
+
+def _launch(module, *args, timeout=240):
+  env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get('PYTHONPATH', ''),
+             JAX_PLATFORMS='cpu')
+  return subprocess.run([sys.executable, '-m', module, *args], cwd=REPO, env=env, capture_output=True,
+                        text=True, timeout=timeout)
+
+
+@pytest.fixture
+def light_config(tmp_path):
+  path = tmp_path / 'light.py'
+  path.write_text(textwrap.dedent('''
+      import ml_collections
+      def get_config():
+        return ml_collections.ConfigDict({'seed': 0, 'train': {'num_epochs': 2},
+                                          'model': {'dim': 3}})
+  '''))
+  return str(path)
+
+
+@pytest.mark.parametrize('flag, key', [('--config.train.num_epochz=3', 'num_epochz'),
+                                       ('--config.modle.dim=3', 'modle'),
+                                       ('--config.model.dim.x=3', 'x'),
+                                       ('--config.sed=1', 'sed')])
+def test_unknown_command_line_keys_are_errors(light_config, tmp_path, flag, key):
+  out = _launch('launch.train', f'--config={light_config}', f'--workdir={tmp_path / "w"}', flag)
+  assert out.returncode != 0
+  assert key in out.stderr
+  assert not os.path.exists(tmp_path / 'w')
+
+
+def test_unknown_or_mistyped_keys_in_config_sections_are_errors():
+  config = support.make_config()
+  with config.unlocked():
+    config.optimizer.learnin_rate = 0.1
+  with pytest.raises(ValueError, match=r'config\.optimizer\.learnin_rate'):
+    config_lib.optimizer_config(config)
+  config = support.make_config()
+  with config.unlocked():
+    config.train = ml_collections.ConfigDict({'num_epochs': 'three'})
+  with pytest.raises(TypeError, match=r'config\.train\.num_epochs must be a int'):
+    config_lib.train_config(config)
+  with pytest.raises(ValueError, match=r"config\.optimizer\.name='rmsprop'"):
+    config_lib.optimizer_config(support.make_config(**{'optimizer.name': 'rmsprop'}))
+  with pytest.raises(ValueError, match=r"config\.parallel='dp'"):
+    config_lib.parallel_mode(support.make_config(**{'parallel': 'dp'}))
+  # Missing keys take their defaults; the config itself is never modified.
+  config = ml_collections.ConfigDict({'optimizer': {'name': 'sgd', 'learning_rate': 1}})
+  opt = config_lib.optimizer_config(config)
+  assert opt.learning_rate == 1.0 and isinstance(opt.learning_rate, float)
+  assert opt.initial_accumulator == config_lib.OPTIMIZER_DEFAULTS['initial_accumulator']
+  assert set(config.optimizer) == {'name', 'learning_rate'}
+
+
+def test_overrides_and_incompatible_keys():
+  config = support.make_config()
+  child = config_lib.with_overrides(config, {'model.dim': 4, 'optimizer.name': 'sgd'})
+  assert child.model.dim == 4 and config.model.dim == 8
+  with pytest.raises(KeyError, match=r"key 'model.dimm' does not exist"):
+    config_lib.with_overrides(config, {'model.dimm': 4})
+  with pytest.raises(KeyError, match=r"no 'modle'"):
+    config_lib.with_overrides(config, {'modle.dim': 4})
+  saved = config_lib.to_dict(config)
+  current = config_lib.to_dict(config_lib.with_overrides(
+      config, {'model.dim': 4, 'train.num_epochs': 9, 'parallel': 'pmap'}))
+  assert config_lib.incompatible_keys(saved, current) == ['model.dim: saved=8 current=4']
+  del current['data']['seed']
+  assert "data.seed: saved=0 current='<absent>'" in config_lib.incompatible_keys(saved, current)
+
+
+def test_saved_config_py_rebuilds_the_config(tmp_path):
+  config = support.make_config()
+  training.checkpoints.write_config(str(tmp_path), config)
+  namespace = {}
+  exec(compile((tmp_path / 'config.py').read_text(), 'config.py', 'exec'), namespace)  # pylint: disable=exec-used
+  rebuilt = namespace['get_config']()
+  assert config_lib.to_dict(rebuilt) == config_lib.to_dict(config)
+  assert training.checkpoints.read_config(str(tmp_path)).to_dict() == rebuilt.to_dict()
+
+
+def test_launchers_end_to_end(tmp_path):
+  config_file = tmp_path / 'tiny.py'
+  config_file.write_text(textwrap.dedent(f'''
+      import sys
+      sys.path.insert(0, {TESTS!r})
+      import test_training_support
+      from jax_structured import trees
+      decoder, reason = test_training_support.mst_or_fake()
+      trees.mst = decoder
+      def get_config():
+        return test_training_support.make_config(**{{'train.num_steps': 2, 'train.eval_every_steps': 2,
+                                                     'parallel': 'none'}})
+  '''))
+  workdir = tmp_path / 'run'
+  out = _launch('launch.train', f'--config={config_file}', f'--workdir={workdir}',
+                '--config.optimizer.learning_rate=0.02', '--config.model.dim=6')
+  assert out.returncode == 0, out.stderr[-3000:]
+  printed = json.loads(out.stdout[out.stdout.index('{'):])
+  saved = json.load(open(workdir / 'config.json'))
+  assert saved['optimizer']['learning_rate'] == 0.02 and saved['model']['dim'] == 6
+  assert printed['test'] == json.load(open(workdir / 'metrics.json'))['test']
+  # evaluate needs only the workdir and the evaluated split. The tiny loader and model live in the
+  # test support module (the config file registered them above), so a wrapper imports it first.
+  wrapper = tmp_path / 'eval_tiny.py'
+  wrapper.write_text(textwrap.dedent(f'''
+      import runpy, sys
+      sys.path.insert(0, {TESTS!r})
+      import test_training_support
+      from jax_structured import trees
+      trees.mst = test_training_support.mst_or_fake()[0]
+      sys.argv = ['launch.evaluate'] + sys.argv[1:]
+      runpy.run_module('launch.evaluate', run_name='__main__')
+  '''))
+  env = dict(os.environ, PYTHONPATH=REPO, JAX_PLATFORMS='cpu')
+  out = subprocess.run([sys.executable, str(wrapper), f'--workdir={workdir}', '--split=validation'],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
+  assert out.returncode == 0, out.stderr[-3000:]
+  result = json.loads(out.stdout[out.stdout.index('{'):])
+  assert result == json.load(open(workdir / 'eval_validation.json'))
+  assert result['accuracy'] == printed['validation']['accuracy']
+  out = _launch('launch.evaluate', f'--workdir={tmp_path / "missing"}')
+  assert out.returncode != 0 and f'workdir {tmp_path / "missing"} does not exist' in out.stderr
