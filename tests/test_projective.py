@@ -140,6 +140,13 @@ def test_agrees_with_mst_on_projective_optimum_and_float32_batch_shape():
         np.testing.assert_array_equal(heads[i, j], non_projective[i, j])
 
 
+def test_empty_shapes():
+  assert projective_log_partition(np.zeros((2, 0, 0)), np.zeros((2, 0))).shape == (2,)
+  arc_m, root_m = projective_marginals(np.zeros((2, 0, 0)), np.zeros((2, 0)))
+  assert arc_m.shape == (2, 0, 0) and root_m.shape == (2, 0)
+  assert projective_mst(np.zeros((2, 0, 0)), np.zeros((2, 0))).shape == (2, 0)
+
+
 def test_bad_shapes_raise():
   with pytest.raises(ValueError, match='root_scores'):
     projective_log_partition(np.zeros((2, 3, 3)), np.zeros((3,)))

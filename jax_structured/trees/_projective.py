@@ -193,7 +193,9 @@ def projective_log_partition(arc_scores, root_scores, lengths=None, *, single_ro
     float [...] (dtype of the scores): `log sum_{projective trees y} exp(sum_{(h, m) in y} s(h, m))`;
     0 for empty sentences.
   """
-  (arc, root, lengths), batch_shape, _ = _prepare(arc_scores, root_scores, lengths)
+  (arc, root, lengths), batch_shape, n = _prepare(arc_scores, root_scores, lengths)
+  if n == 0:
+    return jnp.zeros(batch_shape, arc.dtype)
   return _log_partition(arc, root, lengths, bool(single_root)).reshape(batch_shape)
 
 
@@ -211,6 +213,8 @@ def projective_marginals(arc_scores, root_scores, lengths=None, *, single_root=T
     word the column sum plus the root marginal is 1; padded entries are 0.
   """
   (arc, root, lengths), batch_shape, n = _prepare(arc_scores, root_scores, lengths)
+  if n == 0:
+    return jnp.zeros(batch_shape + (0, 0), arc.dtype), jnp.zeros(batch_shape + (0,), arc.dtype)
   arc_m, root_m = _gradients(arc, root, lengths, bool(single_root), 'log')
   return arc_m.reshape(batch_shape + (n, n)), root_m.reshape(batch_shape + (n,))
 
