@@ -1,7 +1,7 @@
 """Projective dependency trees: inside-outside (log space) and Eisner's algorithm, batched, on device.
 
 First-order projective parsing with Eisner's (1996) span charts, as used for structured attention by
-Kim et al. (2017, "Structured Attention Networks", Section 3.2 and Appendix B). With the sentence
+Kim et al. (2017, "Structured Attention Networks", syntactic tree attention). With the sentence
 written as nodes `0..n` (node 0 = ROOT, node `i` = word `i - 1`) and arc log-potentials `s[h, m]`,
 the four charts over spans `[i, j]` are (`(+)` is the semiring sum: log-sum-exp or max)
 
@@ -15,10 +15,12 @@ with `C_R[i, i] = C_L[i, i] = 0`. For `single_root=False` the ROOT node heads an
 `log Z = (+)_{1 <= m <= L} s[0, m] + C_L[1, m] + C_R[m, L]` (the ROOT-free sub-charts are those of the
 same table). Spans ending at `L` never look past `L`, so reading the result at `L` makes padding exact.
 
-Layout: each chart is stored as `[width, start]`; one `lax.fori_loop` step fills every span of one width
-at once (all starts and all split points in one vectorised reduction, masked), so a sentence costs
-`n` sequential steps of O(n^2) parallel work, like torch-struct's width loop but with fixed shapes that
-compile once.
+Layout: each chart is stored as `[width, start]`, and the charts read "from the right" also as
+`[N - 1 - width, end]` inside a -inf border; one `lax.fori_loop` step fills every span of one width at
+once (all starts x all split points as one [N, N] reduction whose operands are static-shape
+`dynamic_slice`s, so neither direction of autodiff needs a gather or scatter). A sentence costs `n`
+sequential steps of O(n^2) parallel work, like torch-struct's width loop, with fixed shapes that
+compile once for any length.
 
 Marginals are the gradient of log Z (this is exactly inside-outside: Eisner 2016, "Inside-Outside and
 Forward-Backward Algorithms Are Just Backprop"). The best tree is the gradient of the max-semiring value
