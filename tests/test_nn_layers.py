@@ -32,7 +32,7 @@ def test_bilstm_matches_numpy_and_ignores_padding():
   x = jax.random.normal(jax.random.key(0), (4, 6, 3), jnp.float64)
   module = jsnn.BiLSTM(hidden_size=4, num_layers=2)
   variables = jax.tree.map(lambda a: a.astype(jnp.float64),
-                           module.init(jax.random.key(1), x, lengths))
+                           jax.jit(module.init)(jax.random.key(1), x, lengths))
   apply = jax.jit(lambda x, l: module.apply(variables, x, l))
   out = apply(x, lengths)
   assert out.shape == (4, 6, 8)

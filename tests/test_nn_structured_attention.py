@@ -2,8 +2,8 @@
 
 The numpy reference computes the matrix-tree marginals with eqs. 12-15 literally (an explicit inverse
 of the root-replaced Laplacian of the UNPADDED sentence), itself checked against brute-force enumeration
-of all trees (tests/brute_force.py). While `jax_structured.trees` is still a placeholder, the module's
-call to `trees.marginals` is served by a small jnp transcription of the same equations (fixture below).
+of all trees (tests/brute_force.py); projective marginals come from brute force over projective trees.
+The module under test calls `trees.marginals` / `trees.projective_marginals` on the padded batch.
 """
 import brute_force
 import flax
@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from jax_structured import nn as jsnn
-from jax_structured import trees
 
 
 # ----------------------------------------------------------------------------- float64 references
@@ -48,6 +47,8 @@ def np_local_heads(arc_scores, root_scores):
 
 
 def np_projective(arc_scores, root_scores):
+  if len(root_scores) == 0:
+    return np.zeros((0, 0)), np.zeros((0,))
   _, arc_m, root_m, _, _ = brute_force.reference(arc_scores, root_scores, single_root=True,
                                                  projective=True)
   return arc_m, root_m
@@ -76,49 +77,6 @@ def np_structured_attention(params, hidden, length, semantic_size, normalizer):
   return r, f, f_root, a, a_root
 
 
-# ----------------------------------------------------------------- trees fallback while placeholder
-def _jnp_matrix_tree(arc_scores, root_scores, lengths=None, *, single_root=True):
-  """Eqs. 12-15 in jnp with padding as identity rows (test-only stand-in for trees.marginals)."""
-  assert single_root
-  n = arc_scores.shape[-1]
-  if lengths is None:
-    lengths = jnp.full(arc_scores.shape[:-2], n)
-  real = jnp.arange(n) < lengths[..., None]
-  pair = real[..., :, None] & real[..., None, :] & ~jnp.eye(n, dtype=bool)
-  a = jnp.where(pair, jnp.exp(jnp.where(pair, arc_scores, 0.0)), 0.0)
-  lap = jnp.where(jnp.eye(n, dtype=bool), a.sum(-2)[..., None, :], -a)
-  lap = lap + jnp.where(real, 0.0, 1.0)[..., None, :] * jnp.eye(n)
-  root = jnp.where(real, jnp.exp(jnp.where(real, root_scores, 0.0)), 0.0)
-  root = root.at[..., 0].set(jnp.where(lengths > 0, root[..., 0], 1.0))
-  lap_bar = lap.at[..., 0, :].set(root)
-  inv = jnp.linalg.inv(lap_bar)
-  not_first = jnp.arange(n) != 0
-  diag = jnp.diagonal(inv, axis1=-2, axis2=-1)
-  arc_m = not_first[None, :] * a * diag[..., None, :] - not_first[:, None] * a * jnp.swapaxes(inv, -1, -2)
-  root_m = jnp.where(real, root * inv[..., :, 0], 0.0)
-  return arc_m, root_m
-
-
-def _implemented(fn):
-  try:
-    fn(jnp.zeros((2, 2)), jnp.zeros((2,)), jnp.array(2))
-    return True
-  except NotImplementedError:
-    return False
-
-
-@pytest.fixture(autouse=True)
-def tree_marginals(monkeypatch):
-  """Uses trees.marginals; falls back to the jnp transcription while trees is a placeholder."""
-  if not _implemented(trees.marginals):
-    monkeypatch.setattr(trees, 'marginals', _jnp_matrix_tree)
-
-
-def _needs(normalizer):
-  if normalizer == 'projective' and not _implemented(trees.projective_marginals):
-    pytest.skip('trees.projective_marginals is still a placeholder (NotImplementedError)')
-
-
 # ----------------------------------------------------------------------------------------- tests
 @pytest.mark.parametrize('n', [1, 2, 3, 4])
 def test_numpy_matrix_tree_matches_brute_force(n):
@@ -137,14 +95,13 @@ LENGTHS = np.array([4, 1, 5, 0, 2], np.int32)
 def _setup(normalizer, dtype=jnp.float64, seed=0):
   module = jsnn.StructuredAttention(semantic_size=SEMANTIC, normalizer=normalizer)
   hidden = jax.random.normal(jax.random.key(seed), (len(LENGTHS), T, 2 * HIDDEN), dtype)
-  variables = module.init(jax.random.key(1), hidden, LENGTHS)
+  variables = jax.jit(module.init)(jax.random.key(1), hidden, LENGTHS)
   variables = jax.tree.map(lambda x: x.astype(dtype), variables)
   return module, variables, hidden
 
 
 @pytest.mark.parametrize('normalizer', ['matrix_tree', 'softmax', 'projective'])
 def test_matches_float64_reference_under_jit(normalizer):
-  _needs(normalizer)
   module, variables, hidden = _setup(normalizer)
   apply = jax.jit(lambda v, h, l: module.apply(v, h, l, mutable=['intermediates']))
   out, state = apply(variables, hidden, LENGTHS)
@@ -164,7 +121,6 @@ def test_matches_float64_reference_under_jit(normalizer):
 
 @pytest.mark.parametrize('normalizer', ['matrix_tree', 'softmax', 'projective'])
 def test_marginals_are_distributions_over_heads(normalizer):
-  _needs(normalizer)
   module, variables, hidden = _setup(normalizer, jnp.float32, seed=3)
   _, state = jax.jit(lambda v, h: module.apply(v, h, LENGTHS, mutable=['intermediates']))(
       variables, hidden)
@@ -222,6 +178,7 @@ def test_gradient_matches_finite_differences_float64():
   lengths = np.array([4, 3], np.int32)
   hidden = hidden[:2]
 
+  @jax.jit
   def loss(h):
     return jnp.sum(jnp.sin(module.apply(variables, h, lengths)))
 
@@ -230,7 +187,8 @@ def test_gradient_matches_finite_differences_float64():
 
 def test_sow_prefix_and_none_passthrough():
   module, variables, hidden = _setup('matrix_tree')
-  _, state = module.apply(variables, hidden, LENGTHS, sow_prefix='sentence_', mutable=['intermediates'])
+  _, state = jax.jit(lambda v, h: module.apply(v, h, LENGTHS, sow_prefix='sentence_',
+                                               mutable=['intermediates']))(variables, hidden)
   names = set(jsnn.find_intermediates(state))
   assert names == {'sentence_arc_scores', 'sentence_root_scores', 'sentence_lengths',
                    'sentence_arc_marginals', 'sentence_root_marginals'}
