@@ -43,7 +43,13 @@ accuracy 'upos'. Metrics are (sum, count) pairs over real words of real examples
 from __future__ import annotations
 
 import functools
+import gzip
+import html
 import importlib.util
+import json
+import os
+import re
+import time
 from typing import Any, Callable, Mapping, Sequence
 
 import flax.linen as nn
@@ -497,6 +503,328 @@ def attachment_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array],
     metrics['upos'] = (correct.sum(), num_words)
   return {k: (jnp.asarray(s, jnp.float32), jnp.asarray(c, jnp.float32))
           for k, (s, c) in metrics.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsing text with a trained model (launch/parse.py): readers, tokeniser, batching, CoNLL-U.
+# ----------------------------------------------------------------------------------------------
+
+INPUT_FORMATS = ('raw', 'tokenized', 'conllu', 'sst', 'trec', 'snli', 'quora', 'iwslt')
+
+_ABBREVIATIONS = ('Mr', 'Mrs', 'Ms', 'Dr', 'Prof', 'St', 'Jr', 'Sr', 'vs', 'etc', 'Inc', 'Ltd', 'Co',
+                  'Corp', 'Jan', 'Feb', 'Mar', 'Apr', 'Jun', 'Jul', 'Aug', 'Sep', 'Sept', 'Oct',
+                  'Nov', 'Dec', 'No', 'Mt', 'Gov', 'Sen', 'Rep', 'Gen', 'Col', 'Lt', 'Capt')
+_CLITICS = r"(?:[sSdDmM]|re|RE|ve|VE|ll|LL)"
+_TOKEN_RE = re.compile(r"""
+    (?:https?://|www\.)\S+?(?=[.,!?;:)\]]*(?:\s|$))  # URLs (without trailing punctuation)
+  | [\w.+-]+@[\w-]+(?:\.[\w-]+)+                  # e-mail addresses
+  | (?:[A-Za-z]\.){2,}                            # U.S. e.g. i.e.
+  | (?:%s)\.                                      # Mr. Dr. etc.
+  | \w+(?=[nN]'[tT]\b) | [nN]'[tT]\b               # do|n't  (UD EWT splits negation clitics)
+  | '%s\b                                         # 's 're 've 'll 'd 'm
+  | [A-Za-z]+'(?!%s\b)[A-Za-z]+                   # O'Brien
+  | \d+(?:[.,:]\d+)*                              # 3.14 1,000 10:30
+  | \w+                                           # words (hyphens split, as in UD EWT)
+  | \.\.\.+ | --+ | ``|'' | [^\w\s]               # punctuation
+""" % ('|'.join(_ABBREVIATIONS), _CLITICS, _CLITICS), re.VERBOSE)
+
+
+def tokenize(text: str) -> list[str]:
+  """Rule-based English tokeniser approximating UD English EWT tokens.
+
+  Splits punctuation, negation and other clitics ("don't" -> do n't, "it's" -> it 's) and hyphens,
+  keeps URLs, e-mail addresses, decimal numbers, dotted abbreviations (U.S., e.g.) and a list of
+  titles/months ("Mr.") whole.
+
+  Args:
+    text: one sentence.
+
+  Returns:
+    The tokens (no whitespace tokens; an empty list for blank text).
+  """
+  return _TOKEN_RE.findall(text)
+
+
+def _sentence(words, sent_id, *, text=None, tags=None, rows=None, comments=None) -> dict[str, Any]:
+  return {'words': list(words), 'sent_id': sent_id, 'text': text if text is not None
+          else ' '.join(words), 'tags': tags, 'rows': rows, 'comments': comments}
+
+
+def _open(path: str):
+  if path.endswith('.gz'):
+    return gzip.open(path, 'rt', encoding='utf-8')
+  return open(path, encoding='utf-8')
+
+
+def _tree_leaves(tree: str, path: str, line_no: int) -> list[str]:
+  """Leaves of a one-line PTB tree "(3 (2 It) (4 ...))" (SST) or binary parse "( ( A b ) c )"."""
+  leaves = [t for t in tree.replace('(', ' ( ').replace(')', ' ) ').split() if t not in '()']
+  labelled = re.findall(r'\(\s*\S+\s+([^()\s]+)\s*\)', tree)
+  if tree.lstrip().startswith('(') and re.match(r'\(\d', tree.lstrip()):  # SST: drop labels
+    leaves = labelled
+  if not leaves:
+    raise ValueError(f'{path}:{line_no}: no words in the tree {tree[:60]!r}')
+  return leaves
+
+
+def read_sentences(path: str, fmt: str) -> list[dict[str, Any]]:
+  """Reads the sentences to parse from `path` in format `fmt`.
+
+  Formats: 'raw' (one sentence per line, `tokenize`d), 'tokenized' (one sentence per line, tokens
+  separated by whitespace), 'conllu' (FORM column; UPOS kept as input tags when given; comments,
+  multiword-token lines and the other columns are kept for writing back; empty nodes are dropped),
+  'sst' (PTB trees, one per line: the leaves), 'trec' (`LABEL:fine question`), 'snli' (jsonl(.gz):
+  premise and hypothesis of each pair, tokens of the binary parses), 'quora' (TSV `q1 q2 label` or
+  BiMPM `label q1 q2 id`; both questions), 'iwslt' (one tokenised sentence per line; HTML entities
+  such as &apos; unescaped). Blank lines are skipped in the line formats.
+
+  Args:
+    path: the input file.
+    fmt: one of `INPUT_FORMATS`.
+
+  Returns:
+    A list of {'words', 'sent_id', 'text', 'tags' (list or None), 'rows', 'comments'}.
+
+  Raises:
+    FileNotFoundError naming the path; ValueError naming path:line for malformed input.
+  """
+  if fmt not in INPUT_FORMATS:
+    raise ValueError(f'unknown input format {fmt!r}; expected one of {INPUT_FORMATS}')
+  if not os.path.exists(path):
+    raise FileNotFoundError(f'input file not found: {path}')
+  if fmt == 'conllu':
+    return _read_conllu(path)
+  encoding = 'iso-8859-1' if fmt == 'trec' else 'utf-8'
+  out = []
+  opener = _open(path) if encoding == 'utf-8' else open(path, encoding=encoding)
+  with opener as f:
+    for line_no, line in enumerate(f, 1):
+      line = line.rstrip('\r\n')
+      if not line.strip():
+        continue
+      where = f'{path}:{line_no}'
+      if fmt == 'raw':
+        out.append(_sentence(tokenize(line), f'{line_no}', text=line.strip()))
+      elif fmt == 'tokenized':
+        out.append(_sentence(line.split(), f'{line_no}'))
+      elif fmt == 'iwslt':
+        out.append(_sentence(html.unescape(line).split(), f'{line_no}'))
+      elif fmt == 'sst':
+        out.append(_sentence(_tree_leaves(line, path, line_no), f'{line_no}'))
+      elif fmt == 'trec':
+        label, _, question = line.partition(' ')
+        if ':' not in label or not question.strip():
+          raise ValueError(f'{where}: expected "COARSE:fine question", got {line[:60]!r}')
+        out.append(_sentence(question.split(), f'{line_no}'))
+      elif fmt == 'snli':
+        try:
+          pair = json.loads(line)
+        except json.JSONDecodeError as e:
+          raise ValueError(f'{where}: not JSON ({e})') from None
+        for side, key in (('premise', 'sentence1'), ('hypothesis', 'sentence2')):
+          if f'{key}_binary_parse' in pair:
+            words = _tree_leaves(pair[f'{key}_binary_parse'], path, line_no)
+          elif key in pair:
+            words = tokenize(pair[key])
+          else:
+            raise ValueError(f'{where}: no {key!r} in the SNLI record')
+          out.append(_sentence(words, f'{pair.get("pairID", line_no)}-{side}', text=pair.get(key)))
+      elif fmt == 'quora':
+        cols = line.split('\t')
+        if len(cols) == 3 and cols[2] in ('0', '1'):
+          questions = cols[:2]
+        elif len(cols) == 4 and cols[0] in ('0', '1'):
+          questions = cols[1:3]
+        else:
+          raise ValueError(f'{where}: expected "q1<TAB>q2<TAB>label" or "label<TAB>q1<TAB>q2<TAB>id", '
+                           f'got {len(cols)} column(s)')
+        for k, q in enumerate(questions, 1):
+          out.append(_sentence(q.split(), f'{line_no}-q{k}'))
+  empty = [s['sent_id'] for s in out if not s['words']]
+  if empty:
+    raise ValueError(f'{path}: sentence(s) without words: {empty[:5]}')
+  return out
+
+
+def _read_conllu(path: str) -> list[dict[str, Any]]:
+  out, rows, comments, start = [], [], [], 1
+  with _open(path) as f:
+    lines = list(f) + ['\n']
+  for line_no, line in enumerate(lines, 1):
+    line = line.rstrip('\r\n')
+    if not line.strip():
+      if rows:
+        words = [r[1] for r in rows if r[0].isdigit()]
+        upos = [r[3] for r in rows if r[0].isdigit()]
+        sent_id = next((c.split('=', 1)[1].strip() for c in comments
+                        if c.startswith('# sent_id')), str(len(out) + 1))
+        text = next((c.split('=', 1)[1].strip() for c in comments if c.startswith('# text')), None)
+        out.append(_sentence(words, sent_id, text=text,
+                             tags=None if any(t == '_' for t in upos) else upos,
+                             rows=rows, comments=comments))
+      elif comments:
+        raise ValueError(f'{path}:{start}: comment lines without a sentence')
+      rows, comments, start = [], [], line_no + 1
+      continue
+    if line.startswith('#'):
+      comments.append(line)
+      continue
+    cols = line.split('\t')
+    if len(cols) != 10:
+      raise ValueError(f'{path}:{line_no}: expected 10 tab-separated CoNLL-U columns, got {len(cols)}')
+    if '.' in cols[0]:
+      continue  # empty node of the enhanced graph: not part of the basic tree
+    if not re.fullmatch(r'\d+(-\d+)?', cols[0]):
+      raise ValueError(f'{path}:{line_no}: bad ID {cols[0]!r}')
+    if cols[0].isdigit() and int(cols[0]) != sum(r[0].isdigit() for r in rows) + 1:
+      raise ValueError(f'{path}:{line_no}: word ID {cols[0]} out of sequence')
+    rows.append(cols)
+  return out
+
+
+def to_conllu(sentence: Mapping[str, Any], heads: Sequence[int], relations: Sequence[str],
+              upos: Sequence[str] | None = None) -> str:
+  """One sentence as CoNLL-U (HEAD 1-based, 0 = ROOT; DEPREL; UPOS when given; DEPS '_').
+
+  Args:
+    sentence: a `read_sentences` record (its CoNLL-U rows and comments are kept when present).
+    heads: 0-based heads, -1 = ROOT (the `trees` convention).
+    relations: relation name of each word.
+    upos: UPOS of each word (None: keep the input's, '_' if none).
+
+  Returns:
+    The sentence's lines, ending with the blank line.
+  """
+  words = sentence['words']
+  if sentence.get('comments'):
+    lines = list(sentence['comments'])
+  else:
+    lines = [f'# sent_id = {sentence["sent_id"]}', f'# text = {sentence["text"]}']
+  rows = sentence.get('rows') or [[str(i + 1), w, '_', '_', '_', '_', '_', '_', '_', '_']
+                                  for i, w in enumerate(words)]
+  m = 0
+  for row in rows:
+    row = list(row)
+    if row[0].isdigit():
+      row[6], row[7], row[8] = str(int(heads[m]) + 1), relations[m], '_'
+      if upos is not None:
+        row[3] = upos[m]
+      m += 1
+    lines.append('\t'.join(row))
+  return '\n'.join(lines) + '\n\n'
+
+
+def _bucket(n: int) -> int:
+  return max(8, 1 << (n - 1).bit_length())
+
+
+def parse(trained, sentences: Sequence[Mapping[str, Any]], *, batch_size: int = 32,
+          ) -> tuple[list[tuple[np.ndarray, list[str], list[str] | None]], dict[str, float]]:
+  """Parses sentences with a trained parser (`training.load_trained`), on device, batched.
+
+  Sentences are sorted by length and padded to power-of-two lengths (>= 8) so each shape compiles
+  once; trees are decoded with `trees.mst` inside the jitted function. Tags: with
+  `config.model.tag_input == 'gold'` the input's UPOS (CoNLL-U input) are used when EVERY sentence has
+  them, else the tagger head's predictions; 'predicted' and 'none' models always use (and write)
+  their own predicted UPOS.
+
+  Args:
+    trained: a `training.Trained` of a 'parser.biaffine' model.
+    sentences: `read_sentences` records.
+    batch_size: sentences per device batch.
+
+  Returns:
+    ([(heads int32[n] (-1 = ROOT), relation names, UPOS names or None)] in input order,
+     stats {'sentences', 'words', 'seconds', 'sentences_per_second', 'seconds_first_batches'}).
+  """
+  model = trained.model
+  if not isinstance(model, BiaffineParser):
+    raise TypeError(f'the workdir holds a {type(model).__name__}, not a parser.biaffine model')
+  extras = trained.extras or {}
+  if 'relation_names' not in extras:
+    raise KeyError('the workdir extras.json has no "relation_names": was it trained on '
+                   'universal_dependencies data?')
+  relation_names = list(extras['relation_names'])
+  tag_vocab = extras.get('tag_vocab')
+  tag_names = list(getattr(tag_vocab, 'tokens', tag_vocab or []))
+  if model.num_tags and len(tag_names) > model.num_tags:
+    raise ValueError(f'the tag vocabulary has {len(tag_names)} tags but the model '
+                     f'config.model.num_tags={model.num_tags}')
+  if len(relation_names) > model.num_relations:
+    raise ValueError(f'{len(relation_names)} relation names but the model has '
+                     f'{model.num_relations} relations')
+  lowercase = bool(trained.config.get('data', {}).get('lowercase', False))
+  use_tags = (model.tag_input == 'gold' and sentences and
+              all(s.get('tags') is not None for s in sentences))
+  if use_tags:
+    unknown = sorted({t for s in sentences for t in s['tags']} - set(tag_names))
+    if unknown:
+      raise ValueError(f'input UPOS tags {unknown} are not in the model tag vocabulary {tag_names}')
+
+  @jax.jit
+  def run(variables, batch):
+    outputs = model.apply(variables, batch, train=False)
+    heads, relations = decode(outputs, batch['lengths'])
+    return heads, relations, outputs.get('tags', jnp.zeros_like(heads))
+
+  variables = jax.device_put(trained.variables)
+  order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]['words']))
+  results: list[Any] = [None] * len(sentences)
+  seen_shapes, first_seconds = set(), 0.0
+  start = time.perf_counter()
+  for k in range(0, len(order), batch_size):
+    index = order[k:k + batch_size]
+    n = _bucket(max(len(sentences[i]['words']) for i in index))
+    batch = {'tokens': np.zeros((batch_size, n), np.int32),
+             'lengths': np.ones((batch_size,), np.int32)}  # padding rows: one word, ignored
+    if use_tags:
+      batch['tags'] = np.zeros((batch_size, n), np.int32)
+    for row, i in enumerate(index):
+      words = sentences[i]['words']
+      words = [w.lower() for w in words] if lowercase else words
+      batch['tokens'][row, :len(words)] = trained.vocab.encode(words)
+      batch['lengths'][row] = len(words)
+      if use_tags:
+        batch['tags'][row, :len(words)] = [tag_names.index(t) for t in sentences[i]['tags']]
+    t0 = time.perf_counter()
+    heads, relations, tags = jax.device_get(run(variables, batch))
+    if n not in seen_shapes:
+      seen_shapes.add(n)
+      first_seconds += time.perf_counter() - t0
+    for row, i in enumerate(index):
+      length = len(sentences[i]['words'])
+      upos = ([tag_names[int(t)] for t in tags[row, :length]]
+              if model.num_tags and tag_names else None)
+      if use_tags:
+        upos = None  # keep the input's
+      results[i] = (heads[row, :length],
+                    [relation_names[int(r)] if int(r) < len(relation_names) else '_'
+                     for r in relations[row, :length]], upos)
+  seconds = time.perf_counter() - start
+  stats = {'sentences': len(sentences), 'words': sum(len(s['words']) for s in sentences),
+           'seconds': seconds, 'sentences_per_second': len(sentences) / max(seconds, 1e-9),
+           'seconds_first_batches': first_seconds}
+  return results, stats
+
+
+def parse_file(workdir: str, input_path: str, output_path: str, *, fmt: str = 'raw',
+               checkpoint: str = 'best', batch_size: int = 32) -> dict[str, float]:
+  """Parses `input_path` (format `fmt`) with the parser trained in `workdir`; writes CoNLL-U.
+
+  Returns:
+    The `parse` stats (sentences/s includes compilation of each padded length; the time of the
+    first batch of each length is reported separately as 'seconds_first_batches').
+  """
+  from jax_structured import training  # pylint: disable=g-import-not-at-top
+  sentences = read_sentences(input_path, fmt)
+  trained = training.load_trained(workdir, checkpoint=checkpoint)
+  results, stats = parse(trained, sentences, batch_size=batch_size)
+  tmp = output_path + '.tmp'
+  with open(tmp, 'w', encoding='utf-8') as f:
+    for sentence, (heads, relations, upos) in zip(sentences, results):
+      f.write(to_conllu(sentence, heads, relations, upos))
+  os.replace(tmp, output_path)
+  return stats
 
 
 if importlib.util.find_spec('jax_structured.training.tasks') is not None:

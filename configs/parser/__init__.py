@@ -1,0 +1,1 @@
+"""Configs of the biaffine tree-CRF dependency parser (`parser.biaffine`, task 'parse')."""
