@@ -83,6 +83,18 @@ def make_decoder(model, *, single_root: bool = True):
 
 # --- statistics (Tables 5 and 6) --------------------------------------------------------------------
 
+@jax.jit
+def _statistics_arrays(heads, lengths, reference_heads):
+  """The per-tree arrays behind `tree_statistics`, in one compiled function (`trees` utilities)."""
+  out = {'is_tree': trees.is_tree(heads, lengths), 'depths': trees.tree_depths(heads, lengths),
+         'projective': trees.is_projective(heads, lengths),
+         'height': trees.tree_height(heads, lengths)}
+  if reference_heads is not None:
+    out['uas'] = trees.attachment_score(heads, reference_heads, lengths)
+    out['same_edges'] = trees.same_edge_rate(heads, reference_heads, lengths, include_root=False)
+  return out
+
+
 def tree_statistics(heads: np.ndarray, lengths: np.ndarray, reference_heads: Optional[np.ndarray] = None,
                     ) -> dict[str, Any]:
   """Liu & Lapata (2018) Table 5/6 statistics of a set of trees.
@@ -105,10 +117,15 @@ def tree_statistics(heads: np.ndarray, lengths: np.ndarray, reference_heads: Opt
   heads, lengths = heads[keep], lengths[keep]
   if not len(heads):
     return {'num_trees': 0, 'num_nodes': 0}
-  ok = np.asarray(trees.is_tree(heads, lengths))
-  if not ok.all():
-    raise ValueError(f'tree {int(np.argmin(ok))} is not a tree: heads {heads[np.argmin(ok)].tolist()}')
-  depths = np.asarray(trees.tree_depths(heads, lengths))
+  if reference_heads is not None:
+    reference_heads = np.asarray(reference_heads, np.int32)[keep]
+    if reference_heads.shape != heads.shape:
+      raise ValueError(f'reference trees have shape {reference_heads.shape}, induced {heads.shape}')
+  arrays = jax.tree.map(np.asarray, _statistics_arrays(heads, lengths, reference_heads))
+  if not arrays['is_tree'].all():
+    bad = int(np.argmin(arrays['is_tree']))
+    raise ValueError(f'tree {bad} is not a tree: heads {heads[bad, :lengths[bad]].tolist()}')
+  depths = arrays['depths']
   real = np.arange(heads.shape[-1]) < lengths[:, None]
   num_nodes = int(real.sum())
   deepest = int(depths.max())
@@ -117,16 +134,12 @@ def tree_statistics(heads: np.ndarray, lengths: np.ndarray, reference_heads: Opt
   if deepest > MAX_DEPTH:
     histogram[MAX_DEPTH] += 100.0 * float(np.sum((depths > MAX_DEPTH) & real)) / num_nodes
   stats = {'num_trees': int(len(heads)), 'num_nodes': num_nodes,
-           'projective': 100.0 * float(np.mean(np.asarray(trees.is_projective(heads, lengths)))),
-           'height': float(np.mean(np.asarray(trees.tree_height(heads, lengths)))),
+           'projective': 100.0 * float(np.mean(arrays['projective'])),
+           'height': float(np.mean(arrays['height'])),
            'depth_distribution': histogram}
   if reference_heads is not None:
-    reference_heads = np.asarray(reference_heads, np.int32)[keep]
-    if reference_heads.shape != heads.shape:
-      raise ValueError(f'reference trees have shape {reference_heads.shape}, induced {heads.shape}')
-    stats['uas'] = 100.0 * float(trees.attachment_score(heads, reference_heads, lengths))
-    stats['same_edges'] = 100.0 * float(trees.same_edge_rate(heads, reference_heads, lengths,
-                                                              include_root=False))
+    stats['uas'] = 100.0 * float(arrays['uas'])
+    stats['same_edges'] = 100.0 * float(arrays['same_edges'])
   return stats
 
 
