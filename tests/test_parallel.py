@@ -11,41 +11,6 @@ from jax_structured import trees
 from jax_structured.training import config as config_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
-from jax_structured.training import steps
-from jax_structured.training import tasks
-
-
-def _batches(num, batch_size=16, padding=5):
-  """`num` batches of 16 rows, the last `padding` rows padding examples (so shards differ in counts)."""
-  split = support.tiny_sentences(support.make_config(**{'data.num_train': 200}).data).splits['train']
-  out = []
-  for batch in split.batches(batch_size, shuffle=True, seed=3):
-    batch['example_mask'][batch_size - padding:] = 0.0
-    out.append(batch)
-    if len(out) == num:
-      return out
-  raise AssertionError('not enough batches')
-
-
-def _run(mode, batches, opt_overrides):
-  config = support.make_config(**opt_overrides)
-  model = support.build_tiny_model(config.model, vocab_size=12, num_classes=2)
-  task = tasks.Classification(config)
-  variables = jax.jit(lambda b: model.init(jax.random.PRNGKey(0), b))(batches[0])
-  opt = config_lib.optimizer_config(config)
-  tx, _ = optimizers.build(opt, variables['params'], 100)
-  emb = optimizers.embedding_mask(variables['params'], opt.embedding_pattern)
-  runner = parallel.Runner(
-      mode, parallel.bind(steps.train_step, apply_fn=model.apply, task=task, tx=tx, embed_mask=emb),
-      parallel.bind(steps.eval_step, apply_fn=model.apply, task=task))
-  state = runner.place(runner.replicate(jax.device_get(steps.create_state(variables, tx))))
-  rng = runner.put_rng(jax.random.PRNGKey(1))
-  losses = []
-  for batch in batches:
-    state, metrics = runner.train(state, runner.shard_batch(batch), rng)
-    losses.append(float(metrics['loss'][0]) / float(metrics['loss'][1]))
-  evaluated = runner.evaluate(state, runner.shard_batch(batches[0]))
-  return parallel.to_host(runner.canonical(state)), losses, jax.device_get(evaluated), runner
 
 
 def _reference(batches, opt_overrides):
@@ -79,10 +44,10 @@ OPTIMIZERS = {
 @pytest.mark.parametrize('name', sorted(OPTIMIZERS))
 def test_shard_map_and_pmap_match_one_device(name):
   assert jax.device_count() == 8
-  batches = _batches(3)
+  batches = support.global_batches(3)
   overrides = OPTIMIZERS[name]
   reference = _reference(batches, overrides)
-  results = {mode: _run(mode, batches, overrides) for mode in ('none', 'shard_map', 'pmap')}
+  results = {mode: support.run_steps(mode, batches, overrides) for mode in ('none', 'shard_map', 'pmap')}
   assert results['none'][3].num_shards == 1 and results['shard_map'][3].num_shards == 8
   for mode, (state, losses, evaluated, _) in results.items():
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6, err_msg=mode),
@@ -96,9 +61,9 @@ def test_shard_map_and_pmap_match_one_device(name):
 
 def test_padding_only_shards_weigh_nothing():
   # 16 rows of which 12 are padding: shards 3..7 (2 rows each) hold no real example.
-  batches = _batches(2, padding=12)
+  batches = support.global_batches(2, padding=12)
   reference = _reference(batches, OPTIMIZERS['adam'])
-  state = _run('shard_map', batches, OPTIMIZERS['adam'])[0]
+  state = support.run_steps('shard_map', batches, OPTIMIZERS['adam'])[0]
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6), state.params, reference)
 
 

@@ -17,6 +17,11 @@ import numpy as np
 
 from jax_structured import data
 from jax_structured import training
+from jax_structured.training import config as config_lib
+from jax_structured.training import optimizers
+from jax_structured.training import parallel
+from jax_structured.training import steps
+from jax_structured.training import tasks
 from jax_structured.data import registry as data_registry
 
 # The data helper's loader modules may not exist yet: drop the missing ones so data.load works.
@@ -97,8 +102,8 @@ class TinyModel(nn.Module):
   def __call__(self, batch, train=False):
     x = nn.Embed(self.vocab_size, self.dim, name='embed')(batch['tokens'])
     mask = (jnp.arange(x.shape[1])[None] < batch['lengths'][:, None]).astype(x.dtype)
-    arc_scores = jnp.einsum('bhd,de,bme->bhm', x, self.param('bilinear', nn.initializers.normal(1.0),
-                                                             (self.dim, self.dim)), x)
+    bilinear = self.param('bilinear', nn.initializers.normal(1.0), (self.dim, self.dim), jnp.float32)
+    arc_scores = jnp.einsum('bhd,de,bme->bhm', x, bilinear, x)
     root_scores = nn.Dense(1, name='root')(x)[..., 0]
     self.sow('intermediates', 'arc_scores', arc_scores)
     self.sow('intermediates', 'root_scores', root_scores)
@@ -158,6 +163,45 @@ def mst_or_fake():
     return trees.mst, None
   except NotImplementedError:
     return fake_mst, 'trees.mst not implemented yet: fake decoder used'
+
+
+def global_batches(num, batch_size=16, padding=5):
+  """`num` batches of 16 rows, the last `padding` rows padding examples (so shards differ in counts)."""
+  split = tiny_sentences(make_config(**{'data.num_train': 200}).data).splits['train']
+  out = []
+  for batch in split.batches(batch_size, shuffle=True, seed=3):
+    batch['example_mask'][batch_size - padding:] = 0.0
+    out.append(batch)
+    if len(out) == num:
+      return out
+  raise AssertionError('not enough batches')
+
+
+def run_steps(mode, batches, opt_overrides):
+  """Trains the tiny model on `batches` with a `parallel.Runner` of `mode` (no train loop).
+
+  Returns:
+    (canonical state on the host, per-step global mean losses, eval sums on batches[0], runner).
+  """
+  config = make_config(**opt_overrides)
+  model = build_tiny_model(config.model, vocab_size=12, num_classes=2)
+  task = tasks.Classification(config)
+  variables = jax.jit(lambda b: model.init(jax.random.PRNGKey(0), b))(batches[0])
+  opt = config_lib.optimizer_config(config)
+  tx, _ = optimizers.build(opt, variables['params'], 100)
+  emb = optimizers.embedding_mask(variables['params'], opt.embedding_pattern)
+  runner = parallel.Runner(
+      mode, parallel.bind(steps.train_step, apply_fn=model.apply, task=task, tx=tx, embed_mask=emb),
+      parallel.bind(steps.eval_step, apply_fn=model.apply, task=task))
+  state = runner.place(runner.replicate(jax.device_get(steps.create_state(variables, tx))))
+  rng = runner.put_rng(jax.random.PRNGKey(1))
+  losses = []
+  for batch in batches:
+    state, metrics = runner.train(state, runner.shard_batch(batch), rng)
+    loss_sum, count = parallel.to_host(metrics['loss'])
+    losses.append(float(loss_sum) / float(count))
+  evaluated = runner.evaluate(state, runner.shard_batch(batches[0]))
+  return parallel.to_host(runner.canonical(state)), losses, parallel.to_host(evaluated), runner
 
 
 def read_scalars(workdir):

@@ -23,8 +23,12 @@ AXIS = 'data'
 
 
 def make_mesh(mode: str) -> jax.sharding.Mesh:
-  """The 1-D 'data' mesh: all (global) devices, or only the first one for mode 'none'."""
-  devices = jax.devices()[:1] if mode == 'none' else jax.devices()
+  """The 1-D 'data' mesh: all (global) devices, or this process's first device for mode 'none'.
+
+  Mode 'none' is one device of this process (restoring / evaluating a model locally; training with
+  it in a multi-process job is refused by the trainer).
+  """
+  devices = jax.local_devices()[:1] if mode == 'none' else jax.devices()
   return jax.sharding.Mesh(np.asarray(devices), (AXIS,))
 
 

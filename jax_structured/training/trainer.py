@@ -231,6 +231,9 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
   opt_cfg = config_lib.optimizer_config(config)
   train_cfg = config_lib.train_config(config)
   mode = config_lib.parallel_mode(config)
+  if mode == 'none' and jax.process_count() > 1:
+    raise ValueError(f"config.parallel='none' trains on one device, but this job has "
+                     f"{jax.process_count()} processes: use 'shard_map' (or 'pmap')")
   os.makedirs(workdir, exist_ok=True)
   ckpt_lib.check_config(workdir, config)
 
