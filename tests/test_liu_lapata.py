@@ -238,3 +238,32 @@ def test_validate_batch():
   bad = pair_batch(rng, [2], [5], 2, 3)
   with pytest.raises(ValueError, match=r"hypothesis_lengths'\]\[0\] = 5 does not fit"):
     liu_lapata.validate_batch(bad, 'pair')
+
+
+CONFIGS = ('yelp13', 'imdb', 'czech_movies', 'debates', 'debian', 'sst_binary', 'sst_fine', 'snli')
+
+
+@pytest.mark.parametrize('file', CONFIGS)
+def test_configs_validate_and_build_every_variant(file, tmp_path, monkeypatch):
+  import importlib  # pylint: disable=g-import-not-at-top
+  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import config as training_config  # pylint: disable=g-import-not-at-top
+  monkeypatch.setenv('JAX_STRUCTURED_CACHE', str(tmp_path))
+  module = importlib.import_module(f'configs.liu_lapata.{file}')
+  for options in ('', 'tiny'):
+    config = module.get_config(options)
+    training_config.optimizer_config(config)
+    training_config.train_config(config)
+    loaders.validate_config(config.data, config.data.name)
+    assert config.data.embedding_dim == config.model.embedding_dim or options == 'tiny'
+    assert len(config.variants) >= 4
+    for name, overrides in config.variants.items():
+      variant = training_config.with_overrides(config, training_config.flatten(overrides.to_dict()))
+      model = models.build(variant.model, vocab_size=VOCAB, num_classes=CLASSES)
+      assert model.__class__.__name__.lower().startswith(variant.model.name.split('.')[1].split('_')[0])
+  config = module.get_config('tiny')
+  assert config.model.hidden_size < 20 and 0 < config.train.num_steps <= 50
+  single = module.get_config(sorted(module.get_config('').variants)[0])
+  assert not single.variants
+  with pytest.raises(ValueError, match='unknown or repeated option'):
+    module.get_config('bogus')
