@@ -170,12 +170,17 @@ def test_variants_side_by_side(tmp_path, mst):
 
 
 def test_early_stopping_and_bad_labels(tmp_path, mst):
-  # lr 0 -> the dev metric never improves after the first evaluation: stop after 1 + patience evals.
+  # A negligible lr -> the dev accuracy never improves after the first evaluation: the learning rate
+  # halves after every later evaluation (plateau) and training stops after 1 + patience evaluations.
   config = support.make_config(**{'train.num_epochs': 10, 'train.eval_every_steps': 2,
-                                  'train.early_stopping_patience': 2, 'optimizer.learning_rate': 0.0})
+                                  'train.early_stopping_patience': 2, 'optimizer.learning_rate': 1e-9,
+                                  'optimizer.plateau_factor': 0.5})
   results = training.train_and_evaluate(config, str(tmp_path / 'es'))
   assert [h['step'] for h in results['history']] == [2, 4, 6]
+  assert len({h['accuracy'] for h in results['history']}) == 1
   assert results['best_step'] == 2
+  lrs = support.read_scalars(str(tmp_path / 'es'))['train/learning_rate']
+  np.testing.assert_allclose([v for _, v in lrs], [1e-9, 1e-9, 5e-10], rtol=1e-5)
   bad = support.make_config(**{'data.label_offset': 1})
   with pytest.raises(ValueError, match=r'train epoch 0 batch 0: label 2 outside \[0, 2\)'):
     training.train_and_evaluate(bad, str(tmp_path / 'bad'))
