@@ -192,6 +192,12 @@ def test_render_trees_hook(tmp_path, mst):
   except ImportError as e:
     pytest.skip(f'jax_structured.viz.induce does not exist yet ({e})')
   config = support.make_config(**{'train.num_steps': 2, 'train.render_trees': 2})
+  with config.unlocked():
+    config.variants = {'trees': {}, 'no_trees': {'model': {'sow_trees': False}}}
   results = training.train_and_evaluate(config, str(tmp_path))
-  assert 'induced_trees' in results and 'error' not in results['induced_trees']
-  assert json.load(open(tmp_path / 'metrics.json'))['induced_trees'] == results['induced_trees']
+  stats = results['trees']['induced_trees']
+  assert 'skipped' not in stats and stats['step'] == results['trees']['best_step']
+  assert json.load(open(tmp_path / 'trees' / 'metrics.json'))['induced_trees'] == stats
+  # A variant whose model sows no tree scores has nothing to draw: recorded with the reason.
+  assert 'skipped' in results['no_trees']['induced_trees']
+  assert 'uas' not in results['no_trees']['test']

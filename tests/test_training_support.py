@@ -56,7 +56,8 @@ class TinySplit(data.Split):
         lengths[r] = n
       yield {'tokens': tokens, 'lengths': lengths,
              'label': np.asarray([self.examples[i]['label'] for i in idx], np.int32),
-             'heads': heads, 'example_mask': (np.arange(batch_size) < real).astype(np.float32)}
+             'heads': heads, 'example_mask': (np.arange(batch_size) < real).astype(np.float32),
+             'example_index': np.where(np.arange(batch_size) < real, np.asarray(idx), -1).astype(np.int32)}
 
   def num_batches(self, batch_size, num_shards=1):
     del num_shards
@@ -97,6 +98,7 @@ class TinyModel(nn.Module):
   num_classes: int
   dim: int = 8
   dropout: float = 0.0
+  sow_trees: bool = True
 
   @nn.compact
   def __call__(self, batch, train=False):
@@ -105,9 +107,10 @@ class TinyModel(nn.Module):
     bilinear = self.param('bilinear', nn.initializers.normal(1.0), (self.dim, self.dim), jnp.float32)
     arc_scores = jnp.einsum('bhd,de,bme->bhm', x, bilinear, x)
     root_scores = nn.Dense(1, name='root')(x)[..., 0]
-    self.sow('intermediates', 'arc_scores', arc_scores)
-    self.sow('intermediates', 'root_scores', root_scores)
-    self.sow('intermediates', 'lengths', batch['lengths'])
+    if self.sow_trees:
+      self.sow('intermediates', 'arc_scores', arc_scores)
+      self.sow('intermediates', 'root_scores', root_scores)
+      self.sow('intermediates', 'lengths', batch['lengths'])
     pooled = (x * mask[..., None]).sum(1) / jnp.maximum(mask.sum(1, keepdims=True), 1.0)
     pooled = nn.Dropout(self.dropout, deterministic=not train)(pooled)
     hidden = nn.tanh(nn.Dense(self.dim, name='hidden')(pooled))
@@ -118,7 +121,7 @@ class TinyModel(nn.Module):
 def build_tiny_model(model_config, *, vocab_size, num_classes, embeddings=None):
   del embeddings
   return TinyModel(vocab_size, num_classes, dim=model_config.get('dim', 8),
-                   dropout=model_config.get('dropout', 0.0))
+                   dropout=model_config.get('dropout', 0.0), sow_trees=model_config.get('sow_trees', True))
 
 
 def make_config(**overrides):
@@ -132,7 +135,7 @@ def make_config(**overrides):
                                            'num_train': 48, 'num_eval': 16, 'seed': 0,
                                            'label_offset': 0})
   config.model = ml_collections.ConfigDict({'name': 'tiny_test_model', 'dim': 8, 'dropout': 0.0,
-                                            'single_root': True})
+                                            'single_root': True, 'sow_trees': True})
   config.optimizer = training.optimizer_defaults()
   config.optimizer.name = 'adam'
   config.optimizer.learning_rate = 0.05

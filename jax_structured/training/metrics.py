@@ -169,6 +169,11 @@ def _local(tree):
                       and not x.is_fully_addressable else x, tree)
 
 
+def jsonable(value: Any) -> Any:
+  """`value` as it reads back from JSON (numpy scalars -> numbers, int keys -> str, tuples -> lists)."""
+  return json.loads(json.dumps(value, sort_keys=True, default=_json_default))
+
+
 def write_json(path: str, value: Any) -> None:
   """Atomic JSON write on process 0."""
   if jax.process_index() != 0:

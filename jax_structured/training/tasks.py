@@ -18,6 +18,7 @@ then added over shards, so they must be plain sums (never means).
 """
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Callable, Mapping
 
@@ -48,15 +49,25 @@ def names() -> list[str]:
 
 
 def get(name: str) -> type:
+  """The task class registered as `name` (model families register theirs when imported)."""
+  if name not in _TASKS:
+    from jax_structured.models import registry as model_registry  # pylint: disable=g-import-not-at-top
+    model_registry.names()  # imports the model families, which register their tasks
   if name not in _TASKS:
     raise KeyError(f'unknown task {name!r} (config.task or the data kind); known: {names()}')
   return _TASKS[name]
 
 
-def build(config: ml_collections.ConfigDict, kind: str) -> 'Task':
-  """The task of `config.task`, or of the data `kind` when `config.task` is empty/absent."""
-  name = config.get('task') or kind
-  return get(name)(config)
+def build(config: ml_collections.ConfigDict, kind: str, task_data: Any = None) -> 'Task':
+  """The task of `config.task`, or of the data `kind` when `config.task` is empty/absent.
+
+  Task classes are constructed as `cls(config)`, or `cls(config, task_data=task_data)` when their
+  constructor takes `task_data` (e.g. for vocabularies in `task_data.extras`).
+  """
+  cls = get(config.get('task') or kind)
+  if 'task_data' in inspect.signature(cls).parameters:
+    return cls(config, task_data=task_data)
+  return cls(config)
 
 
 class Task:

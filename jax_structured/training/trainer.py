@@ -160,9 +160,9 @@ class _Setup:
 
 def _setup(config, task_data, *, sample, mode: str, total_steps: int) -> _Setup:
   opt_cfg = config_lib.optimizer_config(config)
-  task = tasks_lib.build(config, task_data.kind)
   model = build_model(config.model, vocab_size=len(task_data.vocab), num_classes=task_data.num_classes,
                       embeddings=task_data.embeddings)
+  task = tasks_lib.build(config, task_data.kind, task_data)  # after the model: families register tasks
   variables = _init_variables(model, sample, config.seed)
   tx, schedule = optimizers.build(opt_cfg, variables['params'], total_steps)
   emb_mask = optimizers.embedding_mask(variables['params'], opt_cfg.embedding_pattern)
@@ -387,6 +387,7 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
   writer.close()
   ckpts.close()
   results.update(_after_training(config, workdir, train_cfg))
+  results = metrics_lib.jsonable(results)  # returned exactly as metrics.json reads back
   metrics_lib.write_json(os.path.join(workdir, 'metrics.json'), results)
   return results
 
@@ -413,7 +414,11 @@ def _after_training(config, workdir: str, train_cfg) -> dict[str, Any]:
     logging.warning('config.train.render_trees=%d but jax_structured.viz.induce is unavailable (%s)',
                     train_cfg.render_trees, e)
     return {'induced_trees': {'error': f'jax_structured.viz.induce unavailable: {e}'}}
-  stats = induce.induce_trees(workdir, split='test', num_pictures=train_cfg.render_trees)
+  try:
+    stats = induce.induce_trees(workdir, split='test', num_pictures=train_cfg.render_trees)
+  except ValueError as e:  # e.g. a variant without attention scores: nothing to decode
+    logging.warning('config.train.render_trees: no trees induced for %s: %s', workdir, e)
+    return {'induced_trees': {'skipped': str(e)}}
   return {'induced_trees': stats}
 
 
