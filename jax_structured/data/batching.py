@@ -229,7 +229,7 @@ def bucketize(examples: Sequence[Example], kind: str,
 
 def make_batches(examples: Sequence[Example], kind: str, batch_size: int, *, shuffle: bool,
                  seed: int = 0, epoch: int = 0, num_shards: int = 1, bucket_boundaries=None,
-                 num_steps: int | None = None) -> Iterator[Batch]:
+                 num_steps: int | None = None, context: int = 0) -> Iterator[Batch]:
   """Yields padded batches covering every example exactly once.
 
   Shuffling (if `shuffle`) permutes the examples inside each bucket and then the order of all batches,
@@ -248,6 +248,8 @@ def make_batches(examples: Sequence[Example], kind: str, batch_size: int, *, shu
     bucket_boundaries: see `bucketize`.
     num_steps: kind 'lm' only: if given, the examples are concatenated into one token stream and
       batched with `lm_stream_batches` (contiguous, never shuffled: the recurrent state carries over).
+    context: kind 'lm' with `num_steps` only: add `context [B, context]`, the stream tokens preceding
+      each row's window (see `lm_stream_batches`).
 
   Yields:
     Batch dicts (docs/internals.md) with `example_mask [B] float32` and `example_index [B] int32`.
@@ -255,12 +257,15 @@ def make_batches(examples: Sequence[Example], kind: str, batch_size: int, *, shu
   if kind not in KINDS:
     raise ValueError(f'unknown kind {kind!r}; expected one of {KINDS}')
   _check_batch_size(batch_size, num_shards)
+  if context and num_steps is None:
+    raise ValueError(f'context={context} needs kind "lm" stream batching (num_steps), got kind {kind!r} '
+                     'without num_steps')
   if num_steps is not None:
     if kind != 'lm':
       raise ValueError(f'num_steps is only for kind "lm" stream batching, got kind {kind!r}')
     stream = (np.concatenate([np.asarray(e['tokens'], np.int32) for e in examples])
               if examples else np.zeros((0,), np.int32))
-    yield from lm_stream_batches(stream, batch_size, num_steps, num_shards=num_shards)
+    yield from lm_stream_batches(stream, batch_size, num_steps, num_shards=num_shards, context=context)
     return
   buckets = bucketize(examples, kind, bucket_boundaries)
   rng = np.random.default_rng([int(seed), int(epoch)]) if shuffle else None
@@ -306,7 +311,7 @@ def num_batches(examples: Sequence[Example], kind: str, batch_size: int, *,
 
 
 def lm_stream_batches(token_ids: np.ndarray, batch_size: int, num_steps: int, *,
-                      num_shards: int = 1) -> Iterator[Batch]:
+                      num_shards: int = 1, context: int = 0) -> Iterator[Batch]:
   """Contiguous language-model batches (Zaremba et al. 2014, "ptb_iterator").
 
   The stream is cut into `batch_size` contiguous rows (lengths differ by at most one; no token is
@@ -315,19 +320,29 @@ def lm_stream_batches(token_ids: np.ndarray, batch_size: int, num_steps: int, *,
   across steps. The last step may be partial; its missing positions have `mask = 0` (and inputs /
   targets 0). Every token except the first of each row is a target exactly once.
 
+  With `context = C > 0` each batch also holds `context [B, C]`: the C tokens of the whole stream
+  that precede the first input of each row's window (0-padded before the stream start), so a
+  *stateless* model (the generic train loop does not carry recurrent state between steps) can still
+  read across window boundaries, e.g. the LSTMN memory tape (Cheng et al. 2016) over C + T tokens
+  while only the T window positions are scored. Context tokens are never targets.
+
   Args:
     token_ids: int[L] the whole token stream (e.g. sentences joined with `<eos>`).
     batch_size: number of rows B (divisible by `num_shards`).
     num_steps: unrolled length T.
     num_shards: data-parallel shards.
+    context: number C of preceding stream tokens to add as `context` (0 = none).
 
   Yields:
     {'inputs': int32[B, T], 'targets': int32[B, T], 'mask': float32[B, T], 'lengths': int32[B]
-    (number of valid targets in the row), 'example_mask': float32[B] (all 1)}.
+    (number of valid targets in the row), 'example_mask': float32[B] (all 1)}, plus
+    'context': int32[B, C] when `context > 0`.
   """
   _check_batch_size(batch_size, num_shards)
   if num_steps <= 0:
     raise ValueError(f'num_steps must be positive, got {num_steps}')
+  if context < 0:
+    raise ValueError(f'context must be >= 0, got {context}')
   token_ids = np.asarray(token_ids)
   if token_ids.ndim != 1:
     raise ValueError(f'token_ids must be 1-D, got shape {token_ids.shape}')
@@ -341,6 +356,9 @@ def lm_stream_batches(token_ids: np.ndarray, batch_size: int, num_steps: int, *,
   for r, row in enumerate(rows):
     valid[r, :len(row)] = True
   num_predictions = row_len - 1
+  # Stream offset of each row's first token; the stream left-padded with C zeros for `context`.
+  row_starts = np.cumsum([0] + [len(r) for r in rows[:-1]])
+  padded_stream = np.concatenate([np.zeros((context,), np.int32), token_ids.astype(np.int32)])
   for start in range(0, num_predictions, num_steps):
     stop = min(start + num_steps, num_predictions)
     width = stop - start
@@ -351,6 +369,11 @@ def lm_stream_batches(token_ids: np.ndarray, batch_size: int, num_steps: int, *,
     targets[:, :width] = data[:, start + 1:stop + 1]
     mask[:, :width] = valid[:, start + 1:stop + 1]
     inputs[:, :width] *= mask[:, :width].astype(np.int32)
-    yield {'inputs': inputs, 'targets': targets, 'mask': mask,
-           'lengths': mask.sum(axis=1).astype(np.int32),
-           'example_mask': np.ones((batch_size,), np.float32)}
+    batch = {'inputs': inputs, 'targets': targets, 'mask': mask,
+             'lengths': mask.sum(axis=1).astype(np.int32),
+             'example_mask': np.ones((batch_size,), np.float32)}
+    if context:
+      # padded_stream[p : p + C] are the C tokens before stream position p (shifted by the padding).
+      positions = row_starts[:, None] + start + np.arange(context)[None, :]
+      batch['context'] = padded_stream[positions]
+    yield batch

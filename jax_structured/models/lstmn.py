@@ -59,7 +59,7 @@ class LanguageModel(nn.Module):
   hidden_size: int = 300
   num_layers: int = 1
   cell: str = 'lstmn'
-  memory_span: int | None = None
+  memory_span: int = 0  # attend to the last `memory_span` tokens only; 0 (or None) = all of them
   dropout_rate: float = 0.0
 
   @nn.compact
@@ -70,8 +70,9 @@ class LanguageModel(nn.Module):
       tokens = jnp.concatenate([batch['context'], tokens], axis=1)
     lengths = jnp.full((tokens.shape[0],), tokens.shape[1], jnp.int32)
     x = nn.Dropout(self.dropout_rate, deterministic=not train)(_embedding(self)(tokens, deterministic=not train))
-    h, _ = lstmn_lib.StackedLSTMN(self.hidden_size, self.num_layers, self.cell, memory_span=self.memory_span,
-                   dropout_rate=self.dropout_rate, name='encoder')(x, lengths, train=train)
+    h, _ = lstmn_lib.StackedLSTMN(self.hidden_size, self.num_layers, self.cell,
+                                  memory_span=self.memory_span or None, dropout_rate=self.dropout_rate,
+                                  name='encoder')(x, lengths, train=train)
     h = nn.Dropout(self.dropout_rate, deterministic=not train)(h[:, -window:])
     return nn.Dense(self.vocab_size, name='output')(h)
 

@@ -1,0 +1,109 @@
+r"""Table 1 of Cheng, Dong & Lapata (2016): language modelling on the Penn Treebank.
+
+  python -m launch.train --config=configs/cheng/ptb_lm.py --workdir=/tmp/ptb_lstmn
+  python -m launch.train --config=configs/cheng/ptb_lm.py:lstmn3 --workdir=/tmp/ptb_lstmn3
+  python -m launch.train --config=configs/cheng/ptb_lm.py:tiny --workdir=/tmp/ptb_tiny \
+      --config.train.num_steps=3
+
+Section 5.1: Mikolov's PTB (10k vocabulary), perplexity exp(NLL / T) on valid/test; SGD with learning
+rate 0.65 decayed by 0.85 when the validation perplexity does not improve (checked every epoch),
+gradient norm renormalised to 5, mini-batches of 40, word embeddings 150, hidden/memory size 300 for
+every model. Paper figures (test perplexity): LSTM-1 115, LSTMN-1 108, sLSTM-3 115, LSTMN-3 102.
+The paper does not state dropout, unroll length or number of epochs: we use no dropout, windows of
+35 tokens (Zaremba et al. 2014) and 40 epochs.
+
+The text is cut into 40 contiguous streams (`data.batching.lm_stream_batches`). The generic train
+loop does not carry recurrent state from one window to the next; instead, when the `ptb_lm` loader
+supports `data.context`, each window is preceded by its `context` previous stream tokens, which the
+model reads into its memory tape (and LSTM state) without scoring them, so the LSTMN attends across
+window boundaries (up to context + 35 tokens back).
+
+Options (comma-separated, after the file name):
+  ''                         LSTMN-1 as the base, `variants` = the four models of Table 1.
+  lstm1|lstmn1|slstm3|lstmn3 that one model only (no variants).
+  tiny                       small sizes for a CPU smoke run (embeddings 16, hidden 32, batch 8,
+                             windows of 10, 40 steps).
+"""
+import ml_collections
+
+from jax_structured.training import config as training_config
+
+# Table 1 models: name -> (cell, layers).
+MODELS = {'lstm1': ('lstm', 1), 'lstmn1': ('lstmn', 1), 'slstm3': ('lstm', 3), 'lstmn3': ('lstmn', 3)}
+# Test perplexities reported in Table 1.
+PAPER_TEST_PERPLEXITY = {'lstm1': 115.0, 'lstmn1': 108.0, 'slstm3': 115.0, 'lstmn3': 102.0}
+
+
+def _options(text):
+  opts = [o.strip() for o in (text or '').split(',') if o.strip()]
+  known = set(MODELS) | {'tiny'}
+  unknown = [o for o in opts if o not in known]
+  if unknown:
+    raise ValueError(f'configs/cheng/ptb_lm.py: unknown option(s) {unknown}; known: {sorted(known)}')
+  models = [o for o in opts if o in MODELS]
+  if len(models) > 1:
+    raise ValueError(f'configs/cheng/ptb_lm.py: choose at most one model, got {models}')
+  return (models[0] if models else None), 'tiny' in opts
+
+
+def _loader_has(name, key):
+  """Whether the data loader `name` accepts `config.data.<key>` (routes that land later)."""
+  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
+  return key in loaders.default_config(name)
+
+
+def get_config(options=''):
+  """The Table 1 config; `options` as in the module docstring."""
+  model_name, tiny = _options(options)
+  config = ml_collections.ConfigDict()
+  config.seed = 0
+  config.task = 'lm'
+  config.parallel = 'shard_map'
+
+  config.data = ml_collections.ConfigDict()
+  config.data.name = 'ptb_lm'
+  config.data.manual_dir = '../shared/data/ptb_lm'
+  config.data.batch_size = 40
+  config.data.num_steps = 35
+  if _loader_has('ptb_lm', 'context'):
+    config.data.context = 35
+
+  cell, layers = MODELS[model_name or 'lstmn1']
+  config.model = ml_collections.ConfigDict()
+  config.model.name = 'lstmn.language_model'
+  config.model.cell = cell
+  config.model.num_layers = layers
+  config.model.embedding_dim = 150
+  config.model.hidden_size = 300
+  config.model.memory_span = 0  # 0 = attend to every token of the tape
+  config.model.dropout_rate = 0.0
+
+  config.optimizer = training_config.optimizer_defaults()
+  config.optimizer.name = 'sgd'
+  config.optimizer.learning_rate = 0.65
+  config.optimizer.clip_norm = 5.0
+  config.optimizer.plateau_factor = 0.85
+  config.optimizer.plateau_patience = 1
+
+  config.train = training_config.train_defaults()
+  config.train.num_epochs = 40
+  config.train.eval_every_steps = 0  # every epoch (the plateau decay is per epoch)
+  config.train.log_every_steps = 100
+
+  config.variants = ml_collections.ConfigDict()
+  if model_name is None:
+    for name, (c, n) in MODELS.items():
+      config.variants[name] = {'model': {'cell': c, 'num_layers': n}}
+
+  if tiny:
+    config.data.batch_size = 8
+    config.data.num_steps = 10
+    if 'context' in config.data:
+      config.data.context = 10
+    config.model.embedding_dim = 16
+    config.model.hidden_size = 32
+    config.optimizer.learning_rate = 1.0
+    config.train.num_epochs = 1
+    config.train.num_steps = 40
+    config.train.log_every_steps = 10
+  return config
