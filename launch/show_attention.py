@@ -1,0 +1,37 @@
+r"""Draws the LSTMN intra-attention of a trained model (Cheng et al. 2016, Figures 4-5) as SVG + HTML.
+
+Usage:
+  python -m launch.show_attention --workdir=/tmp/ptb_lstmn [--split=validation] [--num_sentences=4]
+      [--output_dir=DIR] [--checkpoint=best] [--min_weight=0.05]
+
+Writes `<output_dir>/sentence_*.svg` (one per sentence and LSTMN layer) and `index.html`
+(default output_dir: `<workdir>/attention_<split>`); see `jax_structured.viz.attention`.
+"""
+from absl import app
+from absl import flags
+
+from jax_structured.viz import attention
+
+WORKDIR = flags.DEFINE_string('workdir', None, 'Training workdir of an lstmn.* model.', required=True)
+SPLIT = flags.DEFINE_string('split', 'validation', 'Split to draw: train, validation (dev) or test.')
+NUM_SENTENCES = flags.DEFINE_integer('num_sentences', 4, 'How many sentences (the first of the split).',
+                                     lower_bound=1)
+OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Output folder (default <workdir>/attention_<split>).')
+CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
+MIN_WEIGHT = flags.DEFINE_float('min_weight', 0.05, 'Arcs below this attention weight are not drawn.',
+                                lower_bound=0.0, upper_bound=1.0)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  checkpoint = int(CHECKPOINT.value) if CHECKPOINT.value.isdigit() else CHECKPOINT.value
+  result = attention.render_attention(WORKDIR.value, SPLIT.value, num_sentences=NUM_SENTENCES.value,
+                                      output_dir=OUTPUT_DIR.value, checkpoint=checkpoint,
+                                      min_weight=MIN_WEIGHT.value)
+  print(f'{len(result["files"]) - 1} pictures of step {result["step"]} in {result["output_dir"]} '
+        f'(open {result["files"][-1]})')
+
+
+if __name__ == '__main__':
+  app.run(main)
