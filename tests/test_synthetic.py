@@ -46,7 +46,7 @@ def task():
 
 def test_registered_and_batched(task):
   assert 'synthetic_trees' in data.names()
-  assert task.kind == 'sentence' and task.label_names == ['violated', 'consistent']
+  assert task.kind == 'sentence' and task.label_names == ['objects', 'subjects']
   assert {k: len(v) for k, v in task.splits.items()} == {'train': 3000, 'validation': 50, 'test': 1000}
   batch = next(task.splits['validation'].batches(16, shuffle=False))
   assert batch['tokens'].shape == batch['heads'].shape == (16, 13)
@@ -64,8 +64,8 @@ def test_trees_valid_and_recoverable_from_tokens(task):
     np.testing.assert_array_equal(synthetic.planted_heads(w), heads)
     np.testing.assert_array_equal(task.vocab.encode(w), example['tokens'])
     lengths.add(len(w))
-  assert lengths == {9, 11, 13}
-  # Non-projective trees occur (pairs cross), so the data exercises Chu-Liu-Edmonds.
+  assert lengths == {4, 6, 8, 10, 12}  # verb + even nouns + odd modifiers
+  # Non-projective trees occur (free word order), so the data exercises Chu-Liu-Edmonds.
   def crossing(h):
     arcs = [(min(m, int(x)), max(m, int(x))) for m, x in enumerate(h) if x >= 0]
     return any(a < c < b < d for a, b in arcs for c, d in arcs)
@@ -76,18 +76,21 @@ def test_labels_balanced_and_read_off_the_gold_tree(task):
   labels = np.array([e['label'] for e in task.splits['train'].examples])
   assert 0.45 < labels.mean() < 0.55
   for w, e in zip(_words(task, 'train'), task.splits['train'].examples):
-    assert synthetic.label_from_tree(w, e['heads'], 3) == e['label']
-  # The rule needs the RIGHT tree: on the tree "every noun hangs from the nearest noun to its left"
-  # (same classes, wrong attachments) it is far from perfect.
+    assert synthetic.label_from_tree(w, e['heads']) == e['label']
+  # The rule needs the RIGHT tree: on the tree "every modifier hangs from the nearest noun to its
+  # left" (same word classes, local attachments) it is far from perfect.
   def nearest_left_noun_tree(w):
     heads = synthetic.planted_heads(w).copy()
-    nouns = [i for i, x in enumerate(w) if synthetic.parse_word(x)[0] == 'noun']
-    for a, b in zip(nouns, nouns[1:]):
-      heads[b] = a
+    last = -1
+    for i, x in enumerate(w):
+      kind = synthetic.parse_word(x)[0]
+      if kind == 'noun':
+        last = i
+      elif kind == 'modifier' and last >= 0:
+        heads[i] = last
     return heads
-  wrong = [synthetic.label_from_tree(w, nearest_left_noun_tree(w), 3)
-           for w in _words(task, 'train')]
-  assert np.mean(np.array(wrong) == labels) < 0.75
+  wrong = [synthetic.label_from_tree(w, nearest_left_noun_tree(w)) for w in _words(task, 'train')]
+  assert np.mean(np.array(wrong) == labels) < 0.8
 
 
 def _logistic_regression(x, y, l2=1e-2):
@@ -118,29 +121,29 @@ def test_bag_of_words_classifier_is_near_chance(task):
   train_acc = np.mean(((np.c_[x_train, np.ones(len(x_train))] @ w) > 0) == y_train)
   assert 0.42 < test_acc < 0.58, test_acc  # 1000 test examples: chance +- 2.5 standard errors
   assert train_acc < 0.6, train_acc
-  # Sanity check of the baseline itself: the same regression on features of the gold TREE (is there a
-  # noun -> noun arc whose colours break the cycle) separates the classes perfectly.
-  def tree_feature(split, words):
-    return np.array([[1.0 - synthetic.label_from_tree(w, e['heads'], 3)]
-                     for w, e in zip(words, split.examples)])
-  w_tree = _logistic_regression(tree_feature(task.splits['train'], _words(task, 'train')),
-                                y_train, l2=1e-4)
-  f_test = tree_feature(task.splits['test'], _words(task, 'test'))
+  # The same regression on two counts read off the gold TREE (dependents of the nouns before / after
+  # the verb) separates the classes perfectly: the information is in the tree, not in the bag.
+  def tree_counts(split, words):
+    rows = []
+    for w, e in zip(words, split.examples):
+      verb = [i for i, x in enumerate(w) if synthetic.parse_word(x)[0] == 'verb'][0]
+      noun_heads = [int(h) for h in e['heads'] if h >= 0 and synthetic.parse_word(w[h])[0] == 'noun']
+      rows.append([sum(h < verb for h in noun_heads), sum(h > verb for h in noun_heads)])
+    return np.array(rows, np.float64)
+  w_tree = _logistic_regression(tree_counts(task.splits['train'], _words(task, 'train')), y_train,
+                                l2=1e-5)
+  f_test = tree_counts(task.splits['test'], _words(task, 'test'))
   assert np.mean(((np.c_[f_test, np.ones(len(f_test))] @ w_tree) > 0) == y_test) == 1.0
 
 
 def test_same_bag_different_order_different_label():
+  sizes = dict(num_keys=8, num_verbs=4, max_nouns=4, max_modifiers=3, min_length=4, max_length=13)
   for seed in range(20):
-    positive, _ = synthetic.generate_sentence(np.random.default_rng(seed), num_mentions=5, label=1,
-                                              num_keys=8, num_colors=3, num_verbs=4)
-    negative, _ = synthetic.generate_sentence(np.random.default_rng(seed), num_mentions=5, label=0,
-                                              num_keys=8, num_colors=3, num_verbs=4)
+    positive, heads1 = synthetic.generate_sentence(np.random.default_rng(seed), label=1, **sizes)
+    negative, heads0 = synthetic.generate_sentence(np.random.default_rng(seed), label=0, **sizes)
     assert sorted(positive) == sorted(negative) and positive != negative
-    # The colour sequence is the same too: only which noun goes with which colour changes.
-    colors = lambda ws: [x for x in ws if synthetic.parse_word(x)[0] == 'adj']
-    assert colors(positive) == colors(negative)
-    assert synthetic.label_from_tree(positive, synthetic.planted_heads(positive), 3) == 1
-    assert synthetic.label_from_tree(negative, synthetic.planted_heads(negative), 3) == 0
+    assert synthetic.label_from_tree(positive, heads1) == 1
+    assert synthetic.label_from_tree(negative, heads0) == 0
 
 
 def test_deterministic_per_seed():
@@ -158,18 +161,24 @@ def test_deterministic_per_seed():
 def test_bad_config_is_an_error():
   with pytest.raises(ValueError, match='config.data.num_sentences'):
     synthetic.validate_config(ml_collections.ConfigDict(dict(synthetic.DEFAULTS, num_sentences=3)))
-  with pytest.raises(ValueError, match='config.data.num_colors'):
-    synthetic.validate_config(_config(num_colors=2))
+  with pytest.raises(ValueError, match='config.data.max_nouns'):
+    synthetic.validate_config(_config(max_nouns=3))
+  with pytest.raises(ValueError, match='config.data.num_keys'):
+    synthetic.validate_config(_config(num_keys=3, max_nouns=4))
   with pytest.raises(ValueError, match='config.data.max_length'):
     synthetic.validate_config(_config(min_length=11, max_length=9))
-  with pytest.raises(ValueError, match='config.data.num_keys'):
-    synthetic.validate_config(_config(num_keys=2, max_length=13))
+  with pytest.raises(ValueError, match='config.data.min_length'):
+    synthetic.validate_config(_config(min_length=30, max_length=40))
   with pytest.raises(ValueError, match='not a word'):
-    synthetic.planted_heads(['red', 'cat', 'sees', 'purple', 'cat'])
+    synthetic.planted_heads(['cat', 'sees', 'purple'])
   with pytest.raises(ValueError, match='exactly one verb'):
-    synthetic.planted_heads(['red', 'cat', 'blue', 'cat'])
+    synthetic.planted_heads(['cat', 'sees', 'dog', 'likes'])
+  with pytest.raises(ValueError, match="no noun 'dog'"):
+    synthetic.planted_heads(['cat', "dog's", 'sees', 'fox'])
+  with pytest.raises(ValueError, match='occurs twice'):
+    synthetic.planted_heads(['cat', 'sees', 'cat'])
   # Names past the built-in lists are still parseable (larger vocabularies).
-  words = synthetic.word_list(num_keys=20, num_colors=9, num_verbs=9)
-  assert len(set(words)) == len(words) == 38
-  assert [synthetic.parse_word(w) for w in ('k19', 'c8', 'v8')] == [
-      ('noun', 19), ('adj', 8), ('verb', 8)]
+  words = synthetic.word_list(num_keys=20, num_verbs=9)
+  assert len(set(words)) == len(words) == 49
+  assert [synthetic.parse_word(w) for w in ('k19', "k19's", 'v8', "cat's")] == [
+      ('noun', 19), ('modifier', 19), ('verb', 8), ('modifier', 0)]

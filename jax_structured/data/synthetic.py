@@ -3,29 +3,29 @@
 Registered as the data loader `synthetic_trees` (`config.data.name = 'synthetic_trees'`). Everything is
 generated here, deterministically from `config.data.seed`; nothing is downloaded.
 
-The grammar ("colour chains")
------------------------------
-Words are a verb (`sees`, `likes`, ...) or an *entity mention* `<colour>_<animal>`, e.g. `red_cat`.
-The animal is the mention's *key*; colours form a cycle `c -> c + 1 (mod num_colors)`
-(`red -> green -> blue -> red` for three colours). A sentence of `n` words has exactly one verb and
-`n - 1` mentions; a key occurs once (a *singleton*) or twice (a *pair*) in a sentence, never more.
-The planted tree is a deterministic function of the token sequence:
+The grammar ("agreement votes")
+-------------------------------
+A sentence has one verb (`sees`, `likes`, ...), an even number of nouns (animals: `cat`, `dog`, ...,
+distinct within a sentence), half of them before the verb (*subjects*) and half after it (*objects*),
+and modifiers that AGREE with a noun (`cat's` agrees with `cat`) scattered anywhere in the sentence
+(free word order, as in the Czech data of the paper). The planted tree is read off the tokens:
 
 * the verb hangs from ROOT (`heads = -1`);
-* the LEFT mention of a pair and every singleton hang from the verb;
-* the RIGHT mention of a pair hangs from the left mention with the same key (so arcs cross: the
-  trees are often non-projective, heights are 2-3).
+* every noun hangs from the verb;
+* every modifier hangs from the noun it agrees with (wherever that is: the trees are mostly
+  non-projective, height 3).
 
-Pairs are *consistent* when the modifier's colour follows its head's colour in the cycle
-(`red_cat ... green_cat`). The label is 1 (`consistent`) when every pair is consistent and 0
-(`violated`) when exactly one pair is not. A violated sentence is made from a consistent one by
-swapping the two words of one pair, so the multiset of tokens has exactly the same distribution
-under both labels: no function of the bag of words (however complex) beats chance, while a rule that
-reads each word's colour next to its PLANTED head's colour gets 100%. A model can only compute the
-label by relating each mention to its head: the key says *which* word (content), the word order says
-*which of the two* is the head (left), which is exactly what the bilinear structured attention of
-Liu & Lapata (2018, eqs. 8-18) can express; the induced (Chu-Liu-Edmonds) trees can then be scored
-against the planted ones (UAS).
+The label asks which side of the verb "wins the vote": 1 (`subjects`) when the subject nouns have
+more modifiers in total than the object nouns, 0 (`objects`) otherwise (the total is odd, so there is
+no tie). The bag of words says nothing about it: given the bag, the split of the nouns into the two
+sides is uniform over balanced splits, and the mirrored split (every subject swapped with an object)
+is as likely and has the opposite label, so every function of the bag of words is at chance, while
+counting the children of the nouns on each side of the verb in the planted tree gets 100%. The label
+is a LINEAR function of the tree (a sum over arcs of the side of the head), which is what the
+structured attention of Liu & Lapata (2018, eqs. 16-18) computes with sum/mean pooling: the parent
+context p_j of a modifier is the semantic vector of the noun it attends to, so the label can only be
+read off by modifiers attending to their planted heads (a BiLSTM alone has to remember, for every
+noun, on which side of the verb it stood).
 
 Examples follow `core` (kind 'sentence'): `{'tokens': int32[n], 'label': int, 'heads': int32[n]}`.
 """
@@ -39,12 +39,12 @@ from jax_structured.data import core
 from jax_structured.data import registry
 
 LOADER_NAME = 'synthetic_trees'
-LABEL_NAMES = ['violated', 'consistent']
+LABEL_NAMES = ['objects', 'subjects']
 
-COLOR_NAMES = ('red', 'green', 'blue', 'gold', 'grey', 'pink', 'teal', 'plum')
 KEY_NAMES = ('cat', 'dog', 'fox', 'owl', 'bee', 'elk', 'emu', 'yak', 'ant', 'bat', 'cow', 'eel',
              'hen', 'jay', 'ram', 'rat')
 VERB_NAMES = ('sees', 'likes', 'finds', 'meets', 'feeds', 'hears', 'helps', 'calls')
+MODIFIER_SUFFIX = "'s"
 
 # Every key a `config.data` section of this loader may have, with its default.
 DEFAULTS: dict[str, Any] = {
@@ -54,10 +54,11 @@ DEFAULTS: dict[str, Any] = {
     'num_train': 2000,
     'num_dev': 300,            # examples of the 'validation' split
     'num_test': 300,
-    'min_length': 9,           # words per sentence, verb included (2M + 1 for M >= 4 mentions)
+    'min_length': 4,           # words per sentence (verb + nouns + modifiers)
     'max_length': 13,
-    'num_keys': 8,             # animals (vocabulary: num_keys * num_colors mentions + num_verbs verbs)
-    'num_colors': 3,           # length of the colour cycle (>= 3 so a swapped pair is inconsistent)
+    'max_nouns': 4,            # even, >= 2: nouns per sentence are 2, 4, ..., max_nouns
+    'max_modifiers': 3,        # modifiers per noun are 0..max_modifiers
+    'num_keys': 8,             # animals (vocabulary: 2 * num_keys + num_verbs words)
     'num_verbs': 4,
     'bucket_boundaries': (),   # padded lengths; empty: one bucket of max_length (one compile)
 }
@@ -69,10 +70,6 @@ def default_config():
   return ml_collections.ConfigDict(dict(DEFAULTS))
 
 
-def color_name(c: int) -> str:
-  return COLOR_NAMES[c] if c < len(COLOR_NAMES) else f'c{c}'
-
-
 def key_name(k: int) -> str:
   return KEY_NAMES[k] if k < len(KEY_NAMES) else f'k{k}'
 
@@ -81,20 +78,29 @@ def verb_name(v: int) -> str:
   return VERB_NAMES[v] if v < len(VERB_NAMES) else f'v{v}'
 
 
-def word_list(num_keys: int, num_colors: int, num_verbs: int) -> list[str]:
-  """All words of the grammar: verbs, then colours (adjectives), then animals (nouns)."""
-  return ([verb_name(v) for v in range(num_verbs)] + [color_name(c) for c in range(num_colors)]
-          + [key_name(k) for k in range(num_keys)])
+def modifier_name(k: int) -> str:
+  return key_name(k) + MODIFIER_SUFFIX
+
+
+def word_list(num_keys: int, num_verbs: int) -> list[str]:
+  """All words of the grammar: verbs, nouns, modifiers."""
+  return ([verb_name(v) for v in range(num_verbs)] + [key_name(k) for k in range(num_keys)]
+          + [modifier_name(k) for k in range(num_keys)])
 
 
 def parse_word(word: str) -> tuple[str, int]:
-  """('verb', v), ('adj', colour) or ('noun', key) for a word of the grammar; ValueError otherwise."""
-  for kind, names, prefix in (('verb', VERB_NAMES, 'v'), ('adj', COLOR_NAMES, 'c'),
-                              ('noun', KEY_NAMES, 'k')):
-    if word in names:
-      return kind, names.index(word)
-    if word[:1] == prefix and word[1:].isdigit() and int(word[1:]) >= len(names):
-      return kind, int(word[1:])
+  """('verb', v), ('noun', key) or ('modifier', key) for a word of the grammar; ValueError otherwise."""
+  kind = 'noun'
+  if word.endswith(MODIFIER_SUFFIX):
+    word, kind = word[:-len(MODIFIER_SUFFIX)], 'modifier'
+  if kind == 'noun' and word in VERB_NAMES:
+    return 'verb', VERB_NAMES.index(word)
+  if kind == 'noun' and word[:1] == 'v' and word[1:].isdigit() and int(word[1:]) >= len(VERB_NAMES):
+    return 'verb', int(word[1:])
+  if word in KEY_NAMES:
+    return kind, KEY_NAMES.index(word)
+  if word[:1] == 'k' and word[1:].isdigit() and int(word[1:]) >= len(KEY_NAMES):
+    return kind, int(word[1:])
   raise ValueError(f'{word!r} is not a word of the {LOADER_NAME} grammar')
 
 
@@ -118,97 +124,82 @@ def validate_config(config) -> dict[str, Any]:
   cfg = dict(DEFAULTS, **given)
   if cfg['name'] != LOADER_NAME:
     raise ValueError(f'config.data.name={cfg["name"]!r}, expected {LOADER_NAME!r}')
-  for key in ('num_train', 'num_dev', 'num_test', 'seed'):
+  for key in ('num_dev', 'num_test', 'seed', 'max_modifiers'):
     if int(cfg[key]) < 0:
       raise ValueError(f'config.data.{key}={cfg[key]} must be >= 0')
-  for key in ('num_train', 'batch_size', 'num_verbs', 'num_keys'):
+  for key in ('num_train', 'batch_size', 'num_verbs'):
     if int(cfg[key]) < 1:
       raise ValueError(f'config.data.{key}={cfg[key]} must be >= 1')
-  if int(cfg['num_colors']) < 3:
-    raise ValueError(f'config.data.num_colors={cfg["num_colors"]} must be >= 3: with 2 colours a '
-                     'swapped pair would still follow the cycle')
+  max_nouns = int(cfg['max_nouns'])
+  if max_nouns < 2 or max_nouns % 2:
+    raise ValueError(f'config.data.max_nouns={max_nouns} must be even and >= 2 (half subjects, '
+                     'half objects)')
+  if int(cfg['num_keys']) < max_nouns:
+    raise ValueError(f'config.data.num_keys={cfg["num_keys"]} must be >= config.data.max_nouns='
+                     f'{max_nouns} (nouns are distinct within a sentence)')
+  if int(cfg['max_modifiers']) < 1:
+    raise ValueError(f'config.data.max_modifiers={cfg["max_modifiers"]} must be >= 1 (the label '
+                     'counts modifiers)')
   lo, hi = int(cfg['min_length']), int(cfg['max_length'])
   if hi < lo:
     raise ValueError(f'config.data.max_length={hi} must be >= config.data.min_length={lo}')
-  m_lo, m_hi = _mention_range(lo, hi)
-  if m_lo > m_hi:
-    raise ValueError(f'config.data.min_length={lo} / max_length={hi}: sentences have 2M + 1 words '
-                     '(a verb and M >= 4 two-word mentions); no such length in the range')
-  if int(cfg['num_keys']) < (m_hi + 1) // 2:
-    raise ValueError(f'config.data.num_keys={cfg["num_keys"]} is too small for {m_hi} mentions per '
-                     f'sentence (a key is used at most twice): need >= {(m_hi + 1) // 2}')
+  if hi < 4 or lo > 1 + max_nouns * (1 + int(cfg['max_modifiers'])):
+    raise ValueError(f'config.data.min_length={lo} / max_length={hi}: sentences have between 4 '
+                     f'and {1 + max_nouns * (1 + int(cfg["max_modifiers"]))} words '
+                     '(verb, >= 2 nouns, an odd number of modifiers)')
   boundaries = tuple(int(b) for b in cfg['bucket_boundaries'])
   if boundaries and (list(boundaries) != sorted(set(boundaries)) or boundaries[0] < 1):
     raise ValueError(f'config.data.bucket_boundaries={boundaries} must be increasing positive ints')
-  cfg['bucket_boundaries'] = boundaries or (2 * m_hi + 1,)
+  cfg['bucket_boundaries'] = boundaries or (hi,)
   return cfg
 
 
-def _mention_range(min_length: int, max_length: int) -> tuple[int, int]:
-  """Numbers of mentions M with 4 <= M and min_length <= 2M + 1 <= max_length."""
-  return max(4, min_length // 2), (max_length - 1) // 2
+def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, num_verbs: int,
+                      max_nouns: int, max_modifiers: int, min_length: int, max_length: int,
+                      ) -> tuple[list[str], np.ndarray]:
+  """Samples one sentence of the agreement-votes grammar (see the module docstring).
 
-
-def generate_sentence(rng: np.random.Generator, *, num_mentions: int, label: int, num_keys: int,
-                      num_colors: int, num_verbs: int) -> tuple[list[str], np.ndarray]:
-  """Samples one sentence of the colour-chain grammar (see the module docstring).
-
-  A consistent *base* sentence is drawn first: M // 2 pairs (the second mention's colour follows the
-  first's), one singleton if M is odd, units (verb, mentions) in random order. A transposition of the
-  nouns of two mentions from different pairs is drawn too; if applying it does not break a pair, both
-  are redrawn (whatever the label, so this rejection biases neither class). Label 1 returns the base,
-  label 0 the transposed sentence: the same colour sequence, the same bag of words, a key sequence
-  with the same distribution, and two inconsistent pairs.
+  The nouns (count uniform in 2, 4, ..., max_nouns), their modifier counts (uniform in
+  0..max_modifiers, redrawn until the total is odd and the length fits) and a balanced split into
+  subjects and objects are drawn; if the split's label is not `label`, the mirrored split is used
+  (same probability, same bag of words). Modifiers are inserted at uniform random positions.
 
   Args:
     rng: numpy random generator (consumed).
-    num_mentions: M >= 4 two-word mentions (the sentence has 2M + 1 words).
-    label: 1 (consistent) or 0 (violated).
-    num_keys, num_colors, num_verbs: grammar sizes (num_keys >= ceil(M / 2)).
+    label: 1 (subjects have more modifiers) or 0 (objects have more).
+    num_keys, num_verbs, max_nouns, max_modifiers, min_length, max_length: grammar sizes.
 
   Returns:
-    (words: list of 2M + 1 str, heads: int32[2M + 1] with the planted tree, -1 = ROOT).
+    (words: list of str, heads: int32[n] with the planted tree, -1 = ROOT).
   """
-  num_pairs = num_mentions // 2
   while True:
-    keys = [int(k) for k in rng.choice(num_keys, num_mentions - num_pairs, replace=False)]
-    # Mention m < 2P belongs to pair m // 2; the last mention (odd M) is a singleton.
-    mention_keys = [keys[m // 2] for m in range(2 * num_pairs)] + keys[num_pairs:]
-    units = [int(u) for u in rng.permutation(np.arange(-1, num_mentions))]  # -1: the verb
-    colors = {}
-    for m in units:  # in sentence order: a pair's second mention follows its first's colour
-      if m < 0:
-        continue
-      partner = m ^ 1 if m < 2 * num_pairs else -1
-      colors[m] = ((colors[partner] + 1) % num_colors if partner in colors
-                   else int(rng.integers(num_colors)))
-    a, b = rng.choice(2 * num_pairs, 2, replace=False)
-    while a // 2 == b // 2:
-      a, b = rng.choice(2 * num_pairs, 2, replace=False)
-    swapped = list(mention_keys)
-    swapped[a], swapped[b] = swapped[b], swapped[a]
-    verb = verb_name(int(rng.integers(num_verbs)))
-    base = _render(units, mention_keys, colors, verb)
-    violated = _render(units, swapped, colors, verb)
-    if label_from_tree(violated, planted_heads(violated), num_colors) == 0:
+    num_nouns = 2 * int(rng.integers(1, max_nouns // 2 + 1))
+    counts = rng.integers(0, max_modifiers + 1, num_nouns)
+    length = 1 + num_nouns + int(counts.sum())
+    if counts.sum() % 2 == 1 and min_length <= length <= max_length:
       break
-  words = base if label == 1 else violated
+  keys = [int(k) for k in rng.choice(num_keys, num_nouns, replace=False)]
+  subjects = np.zeros(num_nouns, bool)
+  subjects[rng.choice(num_nouns, num_nouns // 2, replace=False)] = True
+  if int(counts[subjects].sum() > counts[~subjects].sum()) != label:
+    subjects = ~subjects  # the mirrored split: same probability, opposite label
+  order = [int(i) for i in rng.permutation(num_nouns)]
+  units = ([('noun', i) for i in order if subjects[i]] + [('verb', -1)]
+           + [('noun', i) for i in order if not subjects[i]])
+  for i in range(num_nouns):
+    for _ in range(int(counts[i])):
+      units.insert(int(rng.integers(0, len(units) + 1)), ('modifier', i))
+  verb = verb_name(int(rng.integers(num_verbs)))
+  words = [verb if kind == 'verb' else key_name(keys[i]) if kind == 'noun'
+           else modifier_name(keys[i]) for kind, i in units]
   return words, planted_heads(words)
-
-
-def _render(units: Sequence[int], keys: Sequence[int], colors: dict[int, int], verb: str
-            ) -> list[str]:
-  words = []
-  for m in units:
-    words += [verb] if m < 0 else [color_name(colors[m]), key_name(keys[m])]
-  return words
 
 
 def planted_heads(words: Sequence[str]) -> np.ndarray:
   """Recovers the planted tree from the token sequence alone (the grammar is deterministic).
 
-  Rules: the verb hangs from ROOT; an adjective (colour) from the noun right after it; the first
-  occurrence of a noun (animal) from the verb; its second occurrence from the first.
+  Rules: the verb hangs from ROOT, every noun from the verb, every modifier from the noun it agrees
+  with.
 
   Args:
     words: a sentence of the grammar.
@@ -217,44 +208,40 @@ def planted_heads(words: Sequence[str]) -> np.ndarray:
     heads int32[n] (-1 = ROOT).
 
   Raises:
-    ValueError: if the words do not form a sentence of the grammar (not exactly one verb, an adjective
-      not followed by a noun, a noun without its adjective, a noun used more than twice).
+    ValueError: if the words do not form a sentence of the grammar (not exactly one verb, a noun
+      occurring twice, a modifier without its noun).
   """
   parsed = [parse_word(w) for w in words]
   verbs = [i for i, (kind, _) in enumerate(parsed) if kind == 'verb']
   if len(verbs) != 1:
     raise ValueError(f'a sentence needs exactly one verb, got {len(verbs)}: {list(words)}')
+  nouns: dict[int, int] = {}
+  for i, (kind, key) in enumerate(parsed):
+    if kind == 'noun':
+      if key in nouns:
+        raise ValueError(f'noun {words[i]!r} occurs twice (at {nouns[key]} and {i}): {list(words)}')
+      nouns[key] = i
   heads = np.full((len(words),), verbs[0], np.int32)
   heads[verbs[0]] = -1
-  first: dict[int, int] = {}
-  for i, (kind, value) in enumerate(parsed):
-    if kind == 'adj':
-      if i + 1 >= len(parsed) or parsed[i + 1][0] != 'noun':
-        raise ValueError(f'adjective {words[i]!r} at {i} is not followed by a noun: {list(words)}')
-      heads[i] = i + 1
-    elif kind == 'noun':
-      if i == 0 or parsed[i - 1][0] != 'adj':
-        raise ValueError(f'noun {words[i]!r} at {i} has no adjective before it: {list(words)}')
-      if value in first:
-        if first[value] < 0:
-          raise ValueError(f'noun {words[i]!r} occurs more than twice: {list(words)}')
-        heads[i], first[value] = first[value], -1
-      else:
-        first[value] = i
+  for i, (kind, key) in enumerate(parsed):
+    if kind == 'modifier':
+      if key not in nouns:
+        raise ValueError(f'modifier {words[i]!r} at {i} has no noun {key_name(key)!r} to agree '
+                         f'with: {list(words)}')
+      heads[i] = nouns[key]
   return heads
 
 
-def label_from_tree(words: Sequence[str], heads: np.ndarray, num_colors: int) -> int:
-  """The label read off the tree: 1 iff for every noun -> noun arc the modifier's adjective colour
-  follows the head's adjective colour in the cycle (colours are the adjective children)."""
+def label_from_tree(words: Sequence[str], heads: np.ndarray) -> int:
+  """The label read off a tree: 1 iff the nouns left of the verb have more dependents than those right
+  of it (dependents of nouns counted through the given `heads`, whatever they are)."""
   heads = np.asarray(heads)
-  parsed = [parse_word(w) for w in words]
-  color_of = {int(h): parsed[m][1] for m, h in enumerate(heads) if parsed[m][0] == 'adj'}
-  for m, h in enumerate(heads):
-    if h >= 0 and parsed[m][0] == 'noun' and parsed[int(h)][0] == 'noun':
-      if color_of[m] != (color_of[int(h)] + 1) % num_colors:
-        return 0
-  return 1
+  verb = [i for i, w in enumerate(words) if parse_word(w)[0] == 'verb'][0]
+  votes = 0
+  for h in heads:
+    if h >= 0 and parse_word(words[int(h)])[0] == 'noun':
+      votes += 1 if h < verb else -1
+  return int(votes > 0)
 
 
 def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str, Any]
@@ -264,22 +251,20 @@ def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str
   Args:
     num_examples: how many sentences.
     seed: `config.data.seed`.
-    split_index: 0 train, 1 dev, 2 test (each split has its own random stream).
+    split_index: 0 train, 1 validation, 2 test (each split has its own random stream).
     cfg: a validated config dict (`validate_config`).
 
   Returns:
     A list of (words, heads int32[n], label) triples.
   """
   rng = np.random.default_rng([int(seed), int(split_index)])
-  m_lo, m_hi = _mention_range(int(cfg['min_length']), int(cfg['max_length']))
   out = []
   for _ in range(num_examples):
-    num_mentions = int(rng.integers(m_lo, m_hi + 1))
     label = int(rng.integers(2))
-    words, heads = generate_sentence(rng, num_mentions=num_mentions, label=label,
-                                     num_keys=int(cfg['num_keys']),
-                                     num_colors=int(cfg['num_colors']),
-                                     num_verbs=int(cfg['num_verbs']))
+    words, heads = generate_sentence(
+        rng, label=label, num_keys=int(cfg['num_keys']), num_verbs=int(cfg['num_verbs']),
+        max_nouns=int(cfg['max_nouns']), max_modifiers=int(cfg['max_modifiers']),
+        min_length=int(cfg['min_length']), max_length=int(cfg['max_length']))
     out.append((words, heads, label))
   return out
 
@@ -292,12 +277,11 @@ def load(config) -> core.TaskData:
     config: the `config.data` ConfigDict (keys: see `DEFAULTS`; unknown keys are an error).
 
   Returns:
-    TaskData(kind='sentence', vocab over the whole grammar, label_names=['violated', 'consistent'],
-    splits train/validation/test (sizes num_train/num_dev/num_test), extras {'num_colors'}.
+    TaskData(kind='sentence', vocab over the whole grammar, label_names=['objects', 'subjects'],
+    splits train/validation/test of sizes num_train/num_dev/num_test).
   """
   cfg = validate_config(config)
-  vocab = core.Vocabulary(word_list(int(cfg['num_keys']), int(cfg['num_colors']),
-                                    int(cfg['num_verbs'])))
+  vocab = core.Vocabulary(word_list(int(cfg['num_keys']), int(cfg['num_verbs'])))
   splits = {}
   for index, (name, size) in enumerate((('train', 'num_train'), ('validation', 'num_dev'),
                                         ('test', 'num_test'))):
@@ -305,5 +289,4 @@ def load(config) -> core.TaskData:
     examples = [{'tokens': vocab.encode(w), 'heads': h, 'label': y} for w, h, y in raw]
     splits[name] = core.Split(name, 'sentence', examples,
                               bucket_boundaries=cfg['bucket_boundaries'])
-  return core.TaskData(kind='sentence', vocab=vocab, label_names=list(LABEL_NAMES), splits=splits,
-                       extras={'num_colors': int(cfg['num_colors'])})
+  return core.TaskData(kind='sentence', vocab=vocab, label_names=list(LABEL_NAMES), splits=splits)
