@@ -11,8 +11,9 @@ Model: the Liu & Lapata (2018) sentence classifier (BiLSTM -> attention -> sum p
 tiny sizes (sum pooling keeps the label linear in the attention marginals). `variants` trains the
 three Table 1 attention variants side by side into `<workdir>/{none,simple,structured}`; the comparison table (`<workdir>/comparison.md`) shows test
 accuracy next to the UAS of the Chu-Liu-Edmonds trees induced from the attention scores against the
-planted trees (structured variant). `train.render_trees` writes pictures of induced vs planted trees
-to `<workdir>/<variant>/trees/index.html` (and Table 5 statistics to metrics.json).
+planted trees (simple and structured variants). `train.render_trees` writes CoNLL-U trees and
+pictures of induced vs planted trees to `<workdir>/<variant>/trees_test/` (open
+`sentence/index.html`) and the Table 5 statistics to `<workdir>/<variant>/metrics.json`.
 
 Sized to finish in a few minutes on a 2-core CPU.
 """
