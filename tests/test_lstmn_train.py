@@ -214,3 +214,18 @@ def test_snli_deep_fusion_trains_on_dev(shared_data, tmp_path, dev_as_validation
   task = data.load(config.data)
   assert len(task.splits['train']) + len(task.splits['dev']) <= 200  # SNLI dev only, 10% held out
   assert all(math.isfinite(v) for v in (*results['validation'].values(), *results['test'].values()))
+
+
+# --- the lstmn benchmark -------------------------------------------------------------------------------
+
+def test_benchmark_sizes_and_one_cell():
+  from launch.benchmarks import lstmn as bench  # pylint: disable=g-import-not-at-top
+  assert bench.parse_sizes('40x35, 8x35x64') == [(40, 35, 300), (8, 35, 64)]
+  with pytest.raises(ValueError, match="'8x'"):
+    bench.parse_sizes('40x35,8x')
+  seconds, rate = bench.measure('lstmn', 1, 2, 3, 4, repeats=1)
+  assert seconds > 0 and rate == pytest.approx(6 / seconds)
+  row = {'size': '2x3 h4', **{n: 10.0 for n, _, _ in bench.MODELS},
+         **{n + ' ms': 1.0 for n, _, _ in bench.MODELS}, 'slowdown 1': 1.0, 'slowdown 3': 2.0}
+  table = bench.format_table([row])
+  assert table.count('\n') == 2 and '2.00x' in table
