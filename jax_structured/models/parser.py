@@ -65,8 +65,8 @@ Array = jax.Array
 LOSSES = ('crf', 'local')
 TAG_INPUTS = ('predicted', 'gold', 'none')
 PUNCT_UPOS = ('PUNCT', 'SYM')
-# Tag ids 0 and 1 are `<pad>` and `<unk>` of `data.Vocabulary`: never predicted.
-_RESERVED_TAG_IDS = (0, 1)
+# Tag and relation ids 0 and 1 are `<pad>` and `<unk>` of `data.Vocabulary`: never predicted.
+_RESERVED_IDS = (0, 1)
 # Byte-level characters: id = byte + 3 (0 = padding, 1 = beginning of word, 2 = end of word).
 NUM_CHAR_IDS = 256 + 3
 
@@ -162,11 +162,12 @@ def decode(outputs: Mapping[str, Array], lengths: Array) -> tuple[Array, Array]:
     lengths: int[B].
 
   Returns:
-    (heads int32[B, n] with -1 = ROOT and on padding, relations int32[B, n], 0 on padding).
+    (heads int32[B, n] with -1 = ROOT and on padding, relations int32[B, n] (never the reserved
+    ids 0 = `<pad>`, 1 = `<unk>` of the data's relation vocabulary), 0 on padding).
   """
   heads = trees.mst(outputs['arc_scores'], outputs['root_scores'], lengths, single_root=True)
   heads = heads.astype(jnp.int32)
-  relations = jnp.argmax(relation_logits_at(outputs['relation_logits'], heads), axis=-1)
+  relations = predict_labels(relation_logits_at(outputs['relation_logits'], heads))
   mask = word_mask(lengths, heads.shape[-1])
   return heads, jnp.where(mask, relations, 0).astype(jnp.int32)
 
@@ -223,10 +224,19 @@ def loss_and_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array], *
   return total / jnp.maximum(num_words, 1.0), metrics
 
 
-def predict_tags(tag_logits: Array) -> Array:
-  """int32[...]: argmax tag id, never `<pad>`/`<unk>` (ids 0 and 1)."""
-  reserved = jnp.zeros(tag_logits.shape[-1], bool).at[jnp.asarray(_RESERVED_TAG_IDS)].set(True)
-  return jnp.argmax(jnp.where(reserved, -jnp.inf, tag_logits), axis=-1).astype(jnp.int32)
+def predict_labels(logits: Array) -> Array:
+  """int32[...]: argmax over the last axis, never the reserved ids 0 (`<pad>`) and 1 (`<unk>`).
+
+  Tag and relation vocabularies of the data (`data.Vocabulary`) reserve ids 0 and 1; with at most
+  two classes nothing is excluded.
+  """
+  if logits.shape[-1] > len(_RESERVED_IDS):
+    reserved = jnp.arange(logits.shape[-1]) < len(_RESERVED_IDS)
+    logits = jnp.where(reserved, -jnp.inf, logits)
+  return jnp.argmax(logits, axis=-1).astype(jnp.int32)
+
+
+predict_tags = predict_labels
 
 
 def char_ids(words: Sequence[str], max_chars: int) -> np.ndarray:
@@ -747,12 +757,8 @@ def parse(trained, sentences: Sequence[Mapping[str, Any]], *, batch_size: int = 
   relation_names = list(extras['relation_names'])
   tag_vocab = extras.get('tag_vocab')
   tag_names = list(getattr(tag_vocab, 'tokens', tag_vocab or []))
-  if model.num_tags and len(tag_names) > model.num_tags:
-    raise ValueError(f'the tag vocabulary has {len(tag_names)} tags but the model '
-                     f'config.model.num_tags={model.num_tags}')
-  if len(relation_names) > model.num_relations:
-    raise ValueError(f'{len(relation_names)} relation names but the model has '
-                     f'{model.num_relations} relations')
+  check_data_sizes({'num_tags': model.num_tags, 'num_relations': model.num_relations},
+                   tag_vocab=tag_names if model.num_tags else None, relation_names=relation_names)
   lowercase = bool(trained.config.get('data', {}).get('lowercase', False))
   use_tags = (model.tag_input == 'gold' and sentences and
               all(s.get('tags') is not None for s in sentences))
@@ -798,8 +804,7 @@ def parse(trained, sentences: Sequence[Mapping[str, Any]], *, batch_size: int = 
       if use_tags:
         upos = None  # keep the input's
       results[i] = (heads[row, :length],
-                    [relation_names[int(r)] if int(r) < len(relation_names) else '_'
-                     for r in relations[row, :length]], upos)
+                    [relation_names[int(r)] for r in relations[row, :length]], upos)
   seconds = time.perf_counter() - start
   stats = {'sentences': len(sentences), 'words': sum(len(s['words']) for s in sentences),
            'seconds': seconds, 'sentences_per_second': len(sentences) / max(seconds, 1e-9),
@@ -825,6 +830,28 @@ def parse_file(workdir: str, input_path: str, output_path: str, *, fmt: str = 'r
       f.write(to_conllu(sentence, heads, relations, upos))
   os.replace(tmp, output_path)
   return stats
+
+
+def check_data_sizes(model_config, *, tag_vocab=None, relation_names=None, num_classes=0) -> None:
+  """Checks `config.model.num_tags` / `num_relations` against the data's vocabularies.
+
+  The model's tag and relation tables must match the data exactly: a smaller table would give NaN
+  losses (out-of-range ids), a larger one would let the tagger predict ids with no tag name.
+
+  Raises:
+    ValueError naming the config key and the value to set.
+  """
+  model_config = model_config if model_config is not None else {}
+  num_tags = int(model_config.get('num_tags', 0))
+  if tag_vocab is not None and num_tags and len(tag_vocab) != num_tags:
+    raise ValueError(f'config.model.num_tags={num_tags} but the data has {len(tag_vocab)} tags '
+                     f'(<pad>, <unk> and {len(tag_vocab) - 2} seen in train): set '
+                     f'config.model.num_tags={len(tag_vocab)}')
+  num_relations = int(model_config.get('num_relations', 0)) or int(num_classes)
+  if relation_names is not None and len(relation_names) != num_relations:
+    raise ValueError(f'config.model.num_relations={num_relations} but the data has '
+                     f'{len(relation_names)} relations (incl. <pad>, <unk>): set '
+                     f'config.model.num_relations={len(relation_names)}')
 
 
 if importlib.util.find_spec('jax_structured.training.tasks') is not None:
@@ -854,9 +881,13 @@ class ParseTask(_TaskBase):
     if self.loss not in LOSSES:
       raise ValueError(f'config.model.loss={self.loss!r}; expected one of {LOSSES}')
     self.tag_loss_weight = float(model_config.get('tag_loss_weight', 1.0))
-    if tag_vocab is None and task_data is not None:
-      tag_vocab = getattr(task_data, 'extras', {}).get('tag_vocab')
+    extras = (getattr(task_data, 'extras', None) or {}) if task_data is not None else {}
+    if tag_vocab is None:
+      tag_vocab = extras.get('tag_vocab')
     self.punct_tag_ids = punct_tag_ids(tag_vocab) if tag_vocab is not None else None
+    check_data_sizes(model_config, tag_vocab=tag_vocab,
+                     relation_names=extras.get('relation_names'),
+                     num_classes=getattr(task_data, 'num_classes', 0))
 
   def loss_and_metrics(self, outputs, batch):
     """(loss, {'loss', 'arc_nll', 'rel_nll', 'tag_nll', ...: (sum, count)}) for one batch."""
