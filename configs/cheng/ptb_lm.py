@@ -26,6 +26,7 @@ Options (comma-separated, after the file name):
 """
 import ml_collections
 
+from jax_structured.data import loaders
 from jax_structured.training import config as training_config
 
 # Table 1 models: name -> (cell, layers).
@@ -46,12 +47,6 @@ def _options(text):
   return (models[0] if models else None), 'tiny' in opts
 
 
-def _loader_has(name, key):
-  """Whether the data loader `name` accepts `config.data.<key>` (routes that land later)."""
-  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
-  return key in loaders.default_config(name)
-
-
 def get_config(options=''):
   """The Table 1 config; `options` as in the module docstring."""
   model_name, tiny = _options(options)
@@ -60,12 +55,11 @@ def get_config(options=''):
   config.task = 'lm'
   config.parallel = 'shard_map'
 
-  config.data = ml_collections.ConfigDict()
-  config.data.name = 'ptb_lm'
+  config.data = loaders.default_config('ptb_lm')  # every loader key, overridable from the command line
   config.data.manual_dir = '../shared/data/ptb_lm'
   config.data.batch_size = 40
   config.data.num_steps = 35
-  if _loader_has('ptb_lm', 'context'):
+  if 'context' in config.data:  # once the ptb_lm loader routes `context` to lm_stream_batches
     config.data.context = 35
 
   cell, layers = MODELS[model_name or 'lstmn1']

@@ -37,6 +37,7 @@ import pathlib
 
 import ml_collections
 
+from jax_structured.data import loaders
 from jax_structured.training import config as training_config
 
 FUSIONS = ('none', 'shallow', 'deep')
@@ -108,8 +109,7 @@ def get_config(options=''):
   config.task = 'pair'
   config.parallel = 'shard_map'
 
-  config.data = ml_collections.ConfigDict()
-  config.data.name = 'snli'
+  config.data = loaders.default_config('snli')  # every loader key, overridable from the command line
   config.data.manual_dir = manual_dir
   config.data.validation_fraction = 0.1
   config.data.batch_size = 32

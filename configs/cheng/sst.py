@@ -26,6 +26,7 @@ Options (comma-separated, after the file name):
 """
 import ml_collections
 
+from jax_structured.data import loaders
 from jax_structured.training import config as training_config
 
 MODELS = {'lstmn1': ('lstmn', 1), 'lstmn2': ('lstmn', 2), 'lstm1': ('lstm', 1), 'lstm2': ('lstm', 2)}
@@ -63,8 +64,7 @@ def get_config(options=''):
   config.task = 'sentence'
   config.parallel = 'shard_map'
 
-  config.data = ml_collections.ConfigDict()
-  config.data.name = 'sst'
+  config.data = loaders.default_config('sst')  # every loader key, overridable from the command line
   config.data.config = labels
   config.data.manual_dir = '../shared/data/sst'
   config.data.batch_size = 5
