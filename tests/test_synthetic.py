@@ -1,11 +1,17 @@
 """Tests of the planted-tree synthetic data (`jax_structured.data.synthetic`, loader `synthetic_trees`)."""
+import collections
+
 import ml_collections
 import numpy as np
 import pytest
 import scipy.optimize
+import scipy.stats
 
 from jax_structured import data
 from jax_structured.data import synthetic
+
+SIZES = dict(num_keys=8, num_colours=4, num_verbs=4, max_pairs=2, max_modifiers=4, min_length=4,
+             max_length=13)
 
 
 def _config(**overrides):
@@ -31,12 +37,52 @@ def _is_tree(heads):
   return True
 
 
+def _split_word(word):
+  """Independent parse of a word by its spelling: ('verb'|'noun'|'modifier', animal, colour)."""
+  if '-' not in word:
+    return 'verb', word, None
+  animal, colour = word.rsplit('-', 1)
+  if animal.endswith("'s"):
+    return 'modifier', animal[:-2], colour
+  return 'noun', animal, colour
+
+
 def _words(task, split):
   return [task.vocab.decode(e['tokens']) for e in task.splits[split].examples]
 
 
 def _all_words(task):
   return {name: _words(task, name) for name in task.splits}
+
+
+def _crossing(heads):
+  arcs = [(min(m, int(x)), max(m, int(x))) for m, x in enumerate(heads) if x >= 0]
+  return any(a < c < b < d for a, b in arcs for c, d in arcs)
+
+
+def _tree_by_rule(words, same_side=True):
+  """The planted tree re-derived from the grammar's rules (same_side=False: the distractor noun)."""
+  parsed = [_split_word(w) for w in words]
+  verb = [i for i, p in enumerate(parsed) if p[0] == 'verb'][0]
+  heads = []
+  for i, (kind, animal, _) in enumerate(parsed):
+    if kind == 'verb':
+      heads.append(-1)
+    elif kind == 'noun':
+      heads.append(verb)
+    else:
+      nouns = [j for j, p in enumerate(parsed) if p[0] == 'noun' and p[1] == animal
+               and ((j < verb) == (i < verb)) == same_side]
+      assert len(nouns) == 1, (words, i)
+      heads.append(nouns[0])
+  return np.array(heads)
+
+
+def _matches(words, heads):
+  """Independent label rule: how many modifiers have the colour of their head noun."""
+  parsed = [_split_word(w) for w in words]
+  return sum(p[0] == 'modifier' and parsed[h][0] == 'noun' and parsed[h][2] == p[2]
+             for p, h in zip(parsed, heads))
 
 
 @pytest.fixture(scope='module')
@@ -46,8 +92,9 @@ def task():
 
 def test_registered_and_batched(task):
   assert 'synthetic_trees' in data.names()
-  assert task.kind == 'sentence' and task.label_names == ['objects', 'subjects']
+  assert task.kind == 'sentence' and task.label_names == ['no_match', 'match']
   assert {k: len(v) for k, v in task.splits.items()} == {'train': 3000, 'validation': 50, 'test': 1000}
+  assert len(task.vocab) == 2 + 4 + 2 * 8 * 4  # pad, unk, verbs, nouns, modifiers
   batch = next(task.splits['validation'].batches(16, shuffle=False))
   assert batch['tokens'].shape == batch['heads'].shape == (16, 13)
   assert batch['tokens'].dtype == np.int32 and batch['heads'].dtype == np.int32
@@ -56,41 +103,36 @@ def test_registered_and_batched(task):
 
 
 def test_trees_valid_and_recoverable_from_tokens(task):
-  words = _words(task, 'train')
   lengths = set()
-  for w, example in zip(words, task.splits['train'].examples):
+  for w, example in zip(_words(task, 'train'), task.splits['train'].examples):
     heads = example['heads']
     assert _is_tree(heads), (w, heads)
+    np.testing.assert_array_equal(_tree_by_rule(w), heads)
     np.testing.assert_array_equal(synthetic.planted_heads(w), heads)
     np.testing.assert_array_equal(task.vocab.encode(w), example['tokens'])
+    # Every animal is a pair of nouns of different colours, one on each side of the verb.
+    parsed = [_split_word(x) for x in w]
+    verb = [i for i, p in enumerate(parsed) if p[0] == 'verb'][0]
+    nouns = collections.defaultdict(list)
+    for i, p in enumerate(parsed):
+      if p[0] == 'noun':
+        nouns[p[1]].append((i < verb, p[2]))
+    assert all(len(v) == 2 and v[0][0] != v[1][0] and v[0][1] != v[1][1] for v in nouns.values()), w
     lengths.add(len(w))
-  assert lengths == {4, 6, 8, 10, 12}  # verb + even nouns + odd modifiers
-  # Non-projective trees occur (free word order), so the data exercises Chu-Liu-Edmonds.
-  def crossing(h):
-    arcs = [(min(m, int(x)), max(m, int(x))) for m, x in enumerate(h) if x >= 0]
-    return any(a < c < b < d for a, b in arcs for c, d in arcs)
-  assert np.mean([crossing(e['heads']) for e in task.splits['train'].examples]) > 0.2
+  assert lengths == set(range(4, 14))
+  # Non-projective trees are common (free word order), so the data exercises Chu-Liu-Edmonds.
+  assert np.mean([_crossing(e['heads']) for e in task.splits['train'].examples]) > 0.3
 
 
 def test_labels_balanced_and_read_off_the_gold_tree(task):
   labels = np.array([e['label'] for e in task.splits['train'].examples])
   assert 0.45 < labels.mean() < 0.55
   for w, e in zip(_words(task, 'train'), task.splits['train'].examples):
-    assert synthetic.label_from_tree(w, e['heads']) == e['label']
-  # The rule needs the RIGHT tree: on the tree "every modifier hangs from the nearest noun to its
-  # left" (same word classes, local attachments) it is far from perfect.
-  def nearest_left_noun_tree(w):
-    heads = synthetic.planted_heads(w).copy()
-    last = -1
-    for i, x in enumerate(w):
-      kind = synthetic.parse_word(x)[0]
-      if kind == 'noun':
-        last = i
-      elif kind == 'modifier' and last >= 0:
-        heads[i] = last
-    return heads
-  wrong = [synthetic.label_from_tree(w, nearest_left_noun_tree(w)) for w in _words(task, 'train')]
-  assert np.mean(np.array(wrong) == labels) < 0.8
+    assert synthetic.label_from_tree(w, e['heads']) == e['label'] == int(_matches(w, e['heads']) > 0)
+  # The rule needs the RIGHT head: on the tree that attaches every modifier to the other noun of its
+  # class (the distractor across the verb) it is wrong on most sentences.
+  distractor = [int(_matches(w, _tree_by_rule(w, same_side=False)) > 0) for w in _words(task, 'train')]
+  assert np.mean(np.array(distractor) == labels) < 0.5
 
 
 def _logistic_regression(x, y, l2=1e-2):
@@ -106,41 +148,59 @@ def _logistic_regression(x, y, l2=1e-2):
   return scipy.optimize.minimize(loss, np.zeros(x.shape[1]), jac=True, method='L-BFGS-B').x
 
 
-def _bags(split, vocab_size):
+def _accuracy(w, x, y):
+  return np.mean(((np.c_[x, np.ones(len(x))] @ w) > 0) == y)
+
+
+def _bags(split, vocab_size, pairs=False):
+  """Word counts, and with `pairs` also the products of every two counts (co-occurrences)."""
   counts = np.zeros((len(split.examples), vocab_size))
   for i, e in enumerate(split.examples):
     np.add.at(counts[i], e['tokens'], 1.0)
+  if pairs:
+    upper = np.triu_indices(vocab_size)
+    counts = np.concatenate([counts, (counts[:, :, None] * counts[:, None, :])[:, upper[0], upper[1]]],
+                            axis=1)
   return counts, np.array([e['label'] for e in split.examples], np.float64)
 
 
-def test_bag_of_words_classifier_is_near_chance(task):
-  x_train, y_train = _bags(task.splits['train'], len(task.vocab))
-  x_test, y_test = _bags(task.splits['test'], len(task.vocab))
-  w = _logistic_regression(x_train, y_train)
-  test_acc = np.mean(((np.c_[x_test, np.ones(len(x_test))] @ w) > 0) == y_test)
-  train_acc = np.mean(((np.c_[x_train, np.ones(len(x_train))] @ w) > 0) == y_train)
-  assert 0.42 < test_acc < 0.58, test_acc  # 1000 test examples: chance +- 2.5 standard errors
-  assert train_acc < 0.6, train_acc
-  # The same regression on two counts read off the gold TREE (dependents of the nouns before / after
-  # the verb) separates the classes perfectly: the information is in the tree, not in the bag.
-  def tree_counts(split, words):
-    rows = []
-    for w, e in zip(words, split.examples):
-      verb = [i for i, x in enumerate(w) if synthetic.parse_word(x)[0] == 'verb'][0]
-      noun_heads = [int(h) for h in e['heads'] if h >= 0 and synthetic.parse_word(w[h])[0] == 'noun']
-      rows.append([sum(h < verb for h in noun_heads), sum(h > verb for h in noun_heads)])
-    return np.array(rows, np.float64)
-  w_tree = _logistic_regression(tree_counts(task.splits['train'], _words(task, 'train')), y_train,
-                                l2=1e-5)
-  f_test = tree_counts(task.splits['test'], _words(task, 'test'))
-  assert np.mean(((np.c_[f_test, np.ones(len(f_test))] @ w_tree) > 0) == y_test) == 1.0
+def test_bag_of_words_classifiers_are_near_chance(task):
+  for pairs in (False, True):  # linear in the bag, and quadratic (which word co-occurs with which)
+    x_train, y_train = _bags(task.splits['train'], len(task.vocab), pairs)
+    x_test, y_test = _bags(task.splits['test'], len(task.vocab), pairs)
+    w = _logistic_regression(x_train, y_train)
+    # 1000 test examples: chance +- 2.5 standard errors.
+    assert 0.42 < _accuracy(w, x_test, y_test) < 0.58, (pairs, _accuracy(w, x_test, y_test))
+  # The same regression on one number read off the gold TREE (modifiers with their head's colour)
+  # separates the classes perfectly: the information is in the tree, not in the bag.
+  def tree_feature(split_name):
+    return np.array([[_matches(w, e['heads'])] for w, e in zip(
+        _words(task, split_name), task.splits[split_name].examples)], np.float64)
+  w_tree = _logistic_regression(tree_feature('train'), y_train, l2=1e-5)
+  assert _accuracy(w_tree, tree_feature('test'), y_test) == 1.0
+
+
+def test_label_independent_of_the_bag_exactly():
+  """A small grammar where bags repeat: per bag, the label is a fair coin (chi-square test)."""
+  sizes = dict(num_keys=2, num_colours=3, num_verbs=1, max_pairs=1, max_modifiers=2, min_length=4,
+               max_length=5)
+  rng = np.random.default_rng(0)
+  table = collections.defaultdict(lambda: [0, 0])
+  for _ in range(3000):
+    label = int(rng.integers(2))
+    words, _ = synthetic.generate_sentence(rng, label=label, **sizes)
+    table[tuple(sorted(words))][label] += 1
+  counts = np.array([v for v in table.values() if sum(v) >= 10])
+  assert len(counts) >= 20 and counts.sum() > 2500
+  assert scipy.stats.chi2_contingency(counts)[1] > 1e-3
+  # The bag does not determine the label, but the order does: both labels occur for every bag.
+  assert np.all(counts > 0)
 
 
 def test_same_bag_different_order_different_label():
-  sizes = dict(num_keys=8, num_verbs=4, max_nouns=4, max_modifiers=3, min_length=4, max_length=13)
   for seed in range(20):
-    positive, heads1 = synthetic.generate_sentence(np.random.default_rng(seed), label=1, **sizes)
-    negative, heads0 = synthetic.generate_sentence(np.random.default_rng(seed), label=0, **sizes)
+    positive, heads1 = synthetic.generate_sentence(np.random.default_rng(seed), label=1, **SIZES)
+    negative, heads0 = synthetic.generate_sentence(np.random.default_rng(seed), label=0, **SIZES)
     assert sorted(positive) == sorted(negative) and positive != negative
     assert synthetic.label_from_tree(positive, heads1) == 1
     assert synthetic.label_from_tree(negative, heads0) == 0
@@ -161,24 +221,28 @@ def test_deterministic_per_seed():
 def test_bad_config_is_an_error():
   with pytest.raises(ValueError, match='config.data.num_sentences'):
     synthetic.validate_config(ml_collections.ConfigDict(dict(synthetic.DEFAULTS, num_sentences=3)))
-  with pytest.raises(ValueError, match='config.data.max_nouns'):
-    synthetic.validate_config(_config(max_nouns=3))
+  with pytest.raises(ValueError, match='config.data.max_pairs'):
+    synthetic.validate_config(_config(max_pairs=0))
   with pytest.raises(ValueError, match='config.data.num_keys'):
-    synthetic.validate_config(_config(num_keys=3, max_nouns=4))
+    synthetic.validate_config(_config(num_keys=2, max_pairs=3))
+  with pytest.raises(ValueError, match='config.data.num_colours'):
+    synthetic.validate_config(_config(num_colours=2))
   with pytest.raises(ValueError, match='config.data.max_length'):
     synthetic.validate_config(_config(min_length=11, max_length=9))
   with pytest.raises(ValueError, match='config.data.min_length'):
     synthetic.validate_config(_config(min_length=30, max_length=40))
+  with pytest.raises(ValueError, match='label'):
+    synthetic.generate_sentence(np.random.default_rng(0), label=2, **SIZES)
   with pytest.raises(ValueError, match='not a word'):
-    synthetic.planted_heads(['cat', 'sees', 'purple'])
+    synthetic.planted_heads(['cat-red', 'sees', 'purple'])
   with pytest.raises(ValueError, match='exactly one verb'):
-    synthetic.planted_heads(['cat', 'sees', 'dog', 'likes'])
+    synthetic.planted_heads(['cat-red', 'sees', 'cat-blue', 'likes'])
   with pytest.raises(ValueError, match="no noun 'dog'"):
-    synthetic.planted_heads(['cat', "dog's", 'sees', 'fox'])
-  with pytest.raises(ValueError, match='occurs twice'):
-    synthetic.planted_heads(['cat', 'sees', 'cat'])
+    synthetic.planted_heads(['cat-red', "dog's-red", 'sees', 'cat-blue', 'dog-red'])
+  with pytest.raises(ValueError, match='same side'):
+    synthetic.planted_heads(['cat-red', 'cat-blue', 'sees'])
   # Names past the built-in lists are still parseable (larger vocabularies).
-  words = synthetic.word_list(num_keys=20, num_verbs=9)
-  assert len(set(words)) == len(words) == 49
-  assert [synthetic.parse_word(w) for w in ('k19', "k19's", 'v8', "cat's")] == [
-      ('noun', 19), ('modifier', 19), ('verb', 8), ('modifier', 0)]
+  words = synthetic.word_list(num_keys=20, num_colours=9, num_verbs=9)
+  assert len(set(words)) == len(words) == 9 + 2 * 20 * 9
+  assert [synthetic.parse_word(w) for w in ('k19-c8', "k19's-red", 'v8', "cat's-blue")] == [
+      ('noun', 19, 8), ('modifier', 19, 0), ('verb', 8, -1), ('modifier', 0, 1)]

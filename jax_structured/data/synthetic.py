@@ -3,29 +3,33 @@
 Registered as the data loader `synthetic_trees` (`config.data.name = 'synthetic_trees'`). Everything is
 generated here, deterministically from `config.data.seed`; nothing is downloaded.
 
-The grammar ("agreement votes")
--------------------------------
-A sentence has one verb (`sees`, `likes`, ...), an even number of nouns (animals: `cat`, `dog`, ...,
-distinct within a sentence), half of them before the verb (*subjects*) and half after it (*objects*),
-and modifiers that AGREE with a noun (`cat's` agrees with `cat`) scattered anywhere in the sentence
-(free word order, as in the Czech data of the paper). The planted tree is read off the tokens:
+The grammar ("colour match")
+----------------------------
+A sentence has one verb (`sees`, `likes`, ...) and one to `max_pairs` noun PAIRS: the two nouns of a
+pair are the same animal (its class, `cat`) in two different colours (`cat-red`, `cat-blue`), one
+before the verb (a *subject*) and one after it (an *object*); different pairs are different animals.
+Modifiers (`cat's-gold`) agree in class with an animal of the sentence, carry a colour of their own
+and stand anywhere on either side of the verb. The planted tree is read off the tokens:
 
 * the verb hangs from ROOT (`heads = -1`);
 * every noun hangs from the verb;
-* every modifier hangs from the noun it agrees with (wherever that is: the trees are mostly
-  non-projective, height 3).
+* every modifier hangs from the noun of ITS class on ITS side of the verb (the other noun of the class,
+  across the verb, is a distractor; nouns of other classes may have the modifier's colour too). The
+  trees are often non-projective (modifiers and nouns of different classes interleave).
 
-The label asks which side of the verb "wins the vote": 1 (`subjects`) when the subject nouns have
-more modifiers in total than the object nouns, 0 (`objects`) otherwise (the total is odd, so there is
-no tie). The bag of words says nothing about it: given the bag, the split of the nouns into the two
-sides is uniform over balanced splits, and the mirrored split (every subject swapped with an object)
-is as likely and has the opposite label, so every function of the bag of words is at chance, while
-counting the children of the nouns on each side of the verb in the planted tree gets 100%. The label
-is a LINEAR function of the tree (a sum over arcs of the side of the head), which is what the
-structured attention of Liu & Lapata (2018, eqs. 16-18) computes with sum/mean pooling: the parent
-context p_j of a modifier is the semantic vector of the noun it attends to, so the label can only be
-read off by modifiers attending to their planted heads (a BiLSTM alone has to remember, for every
-noun, on which side of the verb it stood).
+The label (`match` = 1) says whether SOME modifier has the same colour as its head noun. It is a
+pairwise property of the arcs of the planted tree: with the parent context p_i of Liu & Lapata
+(2018, eq. 16) a modifier that attends to its planted head sees the head's colour, so
+`r_i = tanh(W_r [e_i, p_i, c_i])` (eq. 18) can detect the match and max pooling over the words
+computes the existential. A BiLSTM alone has to remember, on each side of the verb, the colour of
+every animal and look it up at each modifier.
+
+The bag of words says nothing about the label, for ANY classifier: the bag (verb, pairs and their
+colours, modifiers) is drawn first; a bag is kept only when some modifier has the colour of one of
+the two nouns of its class (otherwise only `match` = 0 were possible); then the label is a fair coin
+and the word order (which noun of each pair is the subject, on which side each modifier stands, the
+order within each side) is drawn uniformly among the orders with that label. So P(label | bag) = 1/2
+exactly: the same bag appears with both labels, equally often.
 
 Examples follow `core` (kind 'sentence'): `{'tokens': int32[n], 'label': int, 'heads': int32[n]}`.
 """
@@ -39,12 +43,14 @@ from jax_structured.data import core
 from jax_structured.data import registry
 
 LOADER_NAME = 'synthetic_trees'
-LABEL_NAMES = ['objects', 'subjects']
+LABEL_NAMES = ['no_match', 'match']
 
 KEY_NAMES = ('cat', 'dog', 'fox', 'owl', 'bee', 'elk', 'emu', 'yak', 'ant', 'bat', 'cow', 'eel',
              'hen', 'jay', 'ram', 'rat')
+COLOUR_NAMES = ('red', 'blue', 'green', 'gold', 'pink', 'grey', 'teal', 'plum')
 VERB_NAMES = ('sees', 'likes', 'finds', 'meets', 'feeds', 'hears', 'helps', 'calls')
 MODIFIER_SUFFIX = "'s"
+SUBJECT, OBJECT = 0, 1  # sides of the verb
 
 # Every key a `config.data` section of this loader may have, with its default.
 DEFAULTS: dict[str, Any] = {
@@ -54,12 +60,13 @@ DEFAULTS: dict[str, Any] = {
     'num_train': 2000,
     'num_dev': 300,            # examples of the 'validation' split
     'num_test': 300,
-    'min_length': 4,           # words per sentence (verb + nouns + modifiers)
+    'min_length': 4,           # words per sentence (verb + 2 nouns per pair + modifiers)
     'max_length': 13,
-    'max_nouns': 4,            # even, >= 2: nouns per sentence are 2, 4, ..., max_nouns
-    'max_modifiers': 3,        # modifiers per noun are 0..max_modifiers
-    'num_keys': 8,             # animals (vocabulary: 2 * num_keys + num_verbs words)
-    'num_verbs': 4,
+    'max_pairs': 2,            # noun pairs (animals) per sentence: 1..max_pairs
+    'max_modifiers': 4,        # modifiers per pair: 0..max_modifiers (at least one per sentence)
+    'num_keys': 8,             # animals (noun classes)
+    'num_colours': 4,          # >= 3, so a modifier can have a colour that neither noun of its pair has
+    'num_verbs': 4,            # vocabulary: num_verbs + 2 * num_keys * num_colours words
     'bucket_boundaries': (),   # padded lengths; empty: one bucket of max_length (one compile)
 }
 
@@ -70,38 +77,55 @@ def default_config():
   return ml_collections.ConfigDict(dict(DEFAULTS))
 
 
-def key_name(k: int) -> str:
-  return KEY_NAMES[k] if k < len(KEY_NAMES) else f'k{k}'
+def _name(names: Sequence[str], prefix: str, i: int) -> str:
+  return names[i] if i < len(names) else f'{prefix}{i}'
+
+
+def _index(names: Sequence[str], prefix: str, name: str) -> int:
+  """Inverse of `_name`; -1 when `name` is not one of these names."""
+  if name in names:
+    return names.index(name)
+  if name[:1] == prefix and name[1:].isdigit() and int(name[1:]) >= len(names):
+    return int(name[1:])
+  return -1
 
 
 def verb_name(v: int) -> str:
-  return VERB_NAMES[v] if v < len(VERB_NAMES) else f'v{v}'
+  return _name(VERB_NAMES, 'v', v)
 
 
-def modifier_name(k: int) -> str:
-  return key_name(k) + MODIFIER_SUFFIX
+def noun_name(key: int, colour: int) -> str:
+  """'cat-red': animal `key` in colour `colour`."""
+  return f'{_name(KEY_NAMES, "k", key)}-{_name(COLOUR_NAMES, "c", colour)}'
 
 
-def word_list(num_keys: int, num_verbs: int) -> list[str]:
-  """All words of the grammar: verbs, nouns, modifiers."""
-  return ([verb_name(v) for v in range(num_verbs)] + [key_name(k) for k in range(num_keys)]
-          + [modifier_name(k) for k in range(num_keys)])
+def modifier_name(key: int, colour: int) -> str:
+  """"cat's-red": a modifier agreeing with the animal `key`, of colour `colour`."""
+  return f'{_name(KEY_NAMES, "k", key)}{MODIFIER_SUFFIX}-{_name(COLOUR_NAMES, "c", colour)}'
 
 
-def parse_word(word: str) -> tuple[str, int]:
-  """('verb', v), ('noun', key) or ('modifier', key) for a word of the grammar; ValueError otherwise."""
+def word_list(num_keys: int, num_colours: int, num_verbs: int) -> list[str]:
+  """All words of the grammar: verbs, then nouns, then modifiers."""
+  return ([verb_name(v) for v in range(num_verbs)]
+          + [noun_name(k, c) for k in range(num_keys) for c in range(num_colours)]
+          + [modifier_name(k, c) for k in range(num_keys) for c in range(num_colours)])
+
+
+def parse_word(word: str) -> tuple[str, int, int]:
+  """('verb', v, -1), ('noun', key, colour) or ('modifier', key, colour); ValueError otherwise."""
+  verb = _index(VERB_NAMES, 'v', word)
+  if verb >= 0:
+    return 'verb', verb, -1
+  animal, dash, colour_name = word.rpartition('-')
   kind = 'noun'
-  if word.endswith(MODIFIER_SUFFIX):
-    word, kind = word[:-len(MODIFIER_SUFFIX)], 'modifier'
-  if kind == 'noun' and word in VERB_NAMES:
-    return 'verb', VERB_NAMES.index(word)
-  if kind == 'noun' and word[:1] == 'v' and word[1:].isdigit() and int(word[1:]) >= len(VERB_NAMES):
-    return 'verb', int(word[1:])
-  if word in KEY_NAMES:
-    return kind, KEY_NAMES.index(word)
-  if word[:1] == 'k' and word[1:].isdigit() and int(word[1:]) >= len(KEY_NAMES):
-    return kind, int(word[1:])
-  raise ValueError(f'{word!r} is not a word of the {LOADER_NAME} grammar')
+  if animal.endswith(MODIFIER_SUFFIX):
+    animal, kind = animal[:-len(MODIFIER_SUFFIX)], 'modifier'
+  key, colour = _index(KEY_NAMES, 'k', animal), _index(COLOUR_NAMES, 'c', colour_name)
+  if not dash or key < 0 or colour < 0:
+    raise ValueError(f'{word!r} is not a word of the {LOADER_NAME} grammar (verbs like '
+                     f"{VERB_NAMES[0]!r}, nouns like {noun_name(0, 0)!r}, modifiers like "
+                     f'{modifier_name(0, 0)!r})')
+  return kind, key, colour
 
 
 def validate_config(config) -> dict[str, Any]:
@@ -124,29 +148,25 @@ def validate_config(config) -> dict[str, Any]:
   cfg = dict(DEFAULTS, **given)
   if cfg['name'] != LOADER_NAME:
     raise ValueError(f'config.data.name={cfg["name"]!r}, expected {LOADER_NAME!r}')
-  for key in ('num_dev', 'num_test', 'seed', 'max_modifiers'):
+  for key in ('num_dev', 'num_test', 'seed'):
     if int(cfg[key]) < 0:
       raise ValueError(f'config.data.{key}={cfg[key]} must be >= 0')
-  for key in ('num_train', 'batch_size', 'num_verbs'):
+  for key in ('num_train', 'batch_size', 'num_verbs', 'max_pairs', 'max_modifiers'):
     if int(cfg[key]) < 1:
       raise ValueError(f'config.data.{key}={cfg[key]} must be >= 1')
-  max_nouns = int(cfg['max_nouns'])
-  if max_nouns < 2 or max_nouns % 2:
-    raise ValueError(f'config.data.max_nouns={max_nouns} must be even and >= 2 (half subjects, '
-                     'half objects)')
-  if int(cfg['num_keys']) < max_nouns:
-    raise ValueError(f'config.data.num_keys={cfg["num_keys"]} must be >= config.data.max_nouns='
-                     f'{max_nouns} (nouns are distinct within a sentence)')
-  if int(cfg['max_modifiers']) < 1:
-    raise ValueError(f'config.data.max_modifiers={cfg["max_modifiers"]} must be >= 1 (the label '
-                     'counts modifiers)')
+  if int(cfg['num_keys']) < int(cfg['max_pairs']):
+    raise ValueError(f'config.data.num_keys={cfg["num_keys"]} must be >= config.data.max_pairs='
+                     f'{cfg["max_pairs"]} (the pairs of a sentence are different animals)')
+  if int(cfg['num_colours']) < 3:
+    raise ValueError(f'config.data.num_colours={cfg["num_colours"]} must be >= 3 (the two nouns of a '
+                     'pair differ in colour, and modifiers also take colours matching neither)')
   lo, hi = int(cfg['min_length']), int(cfg['max_length'])
+  longest = 1 + int(cfg['max_pairs']) * (2 + int(cfg['max_modifiers']))
   if hi < lo:
     raise ValueError(f'config.data.max_length={hi} must be >= config.data.min_length={lo}')
-  if hi < 4 or lo > 1 + max_nouns * (1 + int(cfg['max_modifiers'])):
+  if hi < 4 or lo > longest:
     raise ValueError(f'config.data.min_length={lo} / max_length={hi}: sentences have between 4 '
-                     f'and {1 + max_nouns * (1 + int(cfg["max_modifiers"]))} words '
-                     '(verb, >= 2 nouns, an odd number of modifiers)')
+                     f'and {longest} words (verb, 2 nouns per pair, >= 1 modifier)')
   boundaries = tuple(int(b) for b in cfg['bucket_boundaries'])
   if boundaries and (list(boundaries) != sorted(set(boundaries)) or boundaries[0] < 1):
     raise ValueError(f'config.data.bucket_boundaries={boundaries} must be increasing positive ints')
@@ -154,52 +174,84 @@ def validate_config(config) -> dict[str, Any]:
   return cfg
 
 
-def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, num_verbs: int,
-                      max_nouns: int, max_modifiers: int, min_length: int, max_length: int,
-                      ) -> tuple[list[str], np.ndarray]:
-  """Samples one sentence of the agreement-votes grammar (see the module docstring).
+def _sample_bag(rng: np.random.Generator, *, num_keys: int, num_colours: int, num_verbs: int,
+                max_pairs: int, max_modifiers: int, min_length: int, max_length: int):
+  """The order-free content of a sentence: (verb, keys [P], noun_colours [P, 2], modifiers).
 
-  The nouns (count uniform in 2, 4, ..., max_nouns), their modifier counts (uniform in
-  0..max_modifiers, redrawn until the total is odd and the length fits) and a balanced split into
-  subjects and objects are drawn; if the split's label is not `label`, the mirrored split is used
-  (same probability, same bag of words). Modifiers are inserted at uniform random positions.
+  `modifiers` is a list of (pair index, colour). Redrawn until the length fits and some modifier has
+  the colour of a noun of its pair (so that both labels have word orders).
+  """
+  while True:
+    num_pairs = int(rng.integers(1, max_pairs + 1))
+    counts = rng.integers(0, max_modifiers + 1, num_pairs)
+    length = 1 + 2 * num_pairs + int(counts.sum())
+    if not min_length <= length <= max_length or counts.sum() == 0:
+      continue
+    keys = rng.choice(num_keys, num_pairs, replace=False)
+    noun_colours = np.stack([rng.choice(num_colours, 2, replace=False) for _ in range(num_pairs)])
+    modifiers = [(p, int(rng.integers(num_colours))) for p in range(num_pairs)
+                 for _ in range(int(counts[p]))]
+    if any(c in noun_colours[p] for p, c in modifiers):
+      return int(rng.integers(num_verbs)), keys, noun_colours, modifiers
+
+
+def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, num_colours: int,
+                      num_verbs: int, max_pairs: int, max_modifiers: int, min_length: int,
+                      max_length: int) -> tuple[list[str], np.ndarray]:
+  """Samples one sentence of the colour-match grammar with the given label (module docstring).
+
+  The bag of words is drawn first, independently of `label`. Then the word order is drawn uniformly
+  among the orders with that label: the orientation of each pair (which of its nouns is the subject)
+  and the side of each modifier are fair coins, conditioned on the label (label 0: every modifier
+  with a colour of its pair stands on the side of the OTHER noun, by construction; label 1: redrawn
+  until some modifier stands on the side of the noun of its colour, probability >= 1/2 per draw);
+  the order within each side is a uniform permutation.
 
   Args:
     rng: numpy random generator (consumed).
-    label: 1 (subjects have more modifiers) or 0 (objects have more).
-    num_keys, num_verbs, max_nouns, max_modifiers, min_length, max_length: grammar sizes.
+    label: 1 (some modifier matches its head's colour) or 0 (none does).
+    num_keys, num_colours, num_verbs, max_pairs, max_modifiers, min_length, max_length: grammar
+      sizes (see `DEFAULTS`).
 
   Returns:
     (words: list of str, heads: int32[n] with the planted tree, -1 = ROOT).
   """
+  if label not in (0, 1):
+    raise ValueError(f'label={label!r} must be 0 or 1')
+  verb, keys, noun_colours, modifiers = _sample_bag(
+      rng, num_keys=num_keys, num_colours=num_colours, num_verbs=num_verbs, max_pairs=max_pairs,
+      max_modifiers=max_modifiers, min_length=min_length, max_length=max_length)
+  num_pairs = len(keys)
   while True:
-    num_nouns = 2 * int(rng.integers(1, max_nouns // 2 + 1))
-    counts = rng.integers(0, max_modifiers + 1, num_nouns)
-    length = 1 + num_nouns + int(counts.sum())
-    if counts.sum() % 2 == 1 and min_length <= length <= max_length:
+    subject_noun = rng.integers(0, 2, num_pairs)  # pair p: noun subject_noun[p] stands before the verb
+    sides = rng.integers(0, 2, len(modifiers))
+    # noun_side[p, j]: the side of noun j of pair p.
+    noun_side = np.where(np.arange(2)[None, :] == subject_noun[:, None], SUBJECT, OBJECT)
+    if label == 0:
+      for i, (p, c) in enumerate(modifiers):
+        own = np.flatnonzero(noun_colours[p] == c)
+        if own.size:  # stand on the side of the other noun of the pair
+          sides[i] = noun_side[p, 1 - own[0]]
+    head_colour = [noun_colours[p, int(np.flatnonzero(noun_side[p] == s)[0])]
+                   for (p, _), s in zip(modifiers, sides)]
+    if int(any(c == h for (_, c), h in zip(modifiers, head_colour))) == label:
       break
-  keys = [int(k) for k in rng.choice(num_keys, num_nouns, replace=False)]
-  subjects = np.zeros(num_nouns, bool)
-  subjects[rng.choice(num_nouns, num_nouns // 2, replace=False)] = True
-  if int(counts[subjects].sum() > counts[~subjects].sum()) != label:
-    subjects = ~subjects  # the mirrored split: same probability, opposite label
-  order = [int(i) for i in rng.permutation(num_nouns)]
-  units = ([('noun', i) for i in order if subjects[i]] + [('verb', -1)]
-           + [('noun', i) for i in order if not subjects[i]])
-  for i in range(num_nouns):
-    for _ in range(int(counts[i])):
-      units.insert(int(rng.integers(0, len(units) + 1)), ('modifier', i))
-  verb = verb_name(int(rng.integers(num_verbs)))
-  words = [verb if kind == 'verb' else key_name(keys[i]) if kind == 'noun'
-           else modifier_name(keys[i]) for kind, i in units]
+  units = [[], []]
+  for p in range(num_pairs):
+    for j in range(2):
+      units[noun_side[p, j]].append(noun_name(int(keys[p]), int(noun_colours[p, j])))
+  for (p, c), s in zip(modifiers, sides):
+    units[int(s)].append(modifier_name(int(keys[p]), c))
+  words = ([units[SUBJECT][i] for i in rng.permutation(len(units[SUBJECT]))] + [verb_name(verb)]
+           + [units[OBJECT][i] for i in rng.permutation(len(units[OBJECT]))])
   return words, planted_heads(words)
 
 
 def planted_heads(words: Sequence[str]) -> np.ndarray:
   """Recovers the planted tree from the token sequence alone (the grammar is deterministic).
 
-  Rules: the verb hangs from ROOT, every noun from the verb, every modifier from the noun it agrees
-  with.
+  Rules: the verb hangs from ROOT, every noun from the verb, every modifier from the noun of its
+  class (animal) on its side of the verb.
 
   Args:
     words: a sentence of the grammar.
@@ -208,40 +260,45 @@ def planted_heads(words: Sequence[str]) -> np.ndarray:
     heads int32[n] (-1 = ROOT).
 
   Raises:
-    ValueError: if the words do not form a sentence of the grammar (not exactly one verb, a noun
-      occurring twice, a modifier without its noun).
+    ValueError: if the words do not form a sentence of the grammar (not exactly one verb, an animal
+      twice on one side of the verb, a modifier without a noun of its class on its side).
   """
   parsed = [parse_word(w) for w in words]
-  verbs = [i for i, (kind, _) in enumerate(parsed) if kind == 'verb']
+  verbs = [i for i, (kind, _, _) in enumerate(parsed) if kind == 'verb']
   if len(verbs) != 1:
     raise ValueError(f'a sentence needs exactly one verb, got {len(verbs)}: {list(words)}')
-  nouns: dict[int, int] = {}
-  for i, (kind, key) in enumerate(parsed):
+  verb = verbs[0]
+  nouns: dict[tuple[int, int], int] = {}  # (side, key) -> position
+  for i, (kind, key, _) in enumerate(parsed):
     if kind == 'noun':
-      if key in nouns:
-        raise ValueError(f'noun {words[i]!r} occurs twice (at {nouns[key]} and {i}): {list(words)}')
-      nouns[key] = i
-  heads = np.full((len(words),), verbs[0], np.int32)
-  heads[verbs[0]] = -1
-  for i, (kind, key) in enumerate(parsed):
+      side = SUBJECT if i < verb else OBJECT
+      if (side, key) in nouns:
+        raise ValueError(f'two nouns of class {_name(KEY_NAMES, "k", key)!r} on the same side of the '
+                         f'verb (at {nouns[side, key]} and {i}): {list(words)}')
+      nouns[side, key] = i
+  heads = np.full((len(words),), verb, np.int32)
+  heads[verb] = -1
+  for i, (kind, key, _) in enumerate(parsed):
     if kind == 'modifier':
-      if key not in nouns:
-        raise ValueError(f'modifier {words[i]!r} at {i} has no noun {key_name(key)!r} to agree '
-                         f'with: {list(words)}')
-      heads[i] = nouns[key]
+      side = SUBJECT if i < verb else OBJECT
+      if (side, key) not in nouns:
+        raise ValueError(f'modifier {words[i]!r} at {i} has no noun {_name(KEY_NAMES, "k", key)!r} '
+                         f'on its side of the verb to agree with: {list(words)}')
+      heads[i] = nouns[side, key]
   return heads
 
 
 def label_from_tree(words: Sequence[str], heads: np.ndarray) -> int:
-  """The label read off a tree: 1 iff the nouns left of the verb have more dependents than those right
-  of it (dependents of nouns counted through the given `heads`, whatever they are)."""
-  heads = np.asarray(heads)
-  verb = [i for i, w in enumerate(words) if parse_word(w)[0] == 'verb'][0]
-  votes = 0
-  for h in heads:
-    if h >= 0 and parse_word(words[int(h)])[0] == 'noun':
-      votes += 1 if h < verb else -1
-  return int(votes > 0)
+  """The label read off a tree: 1 iff some modifier hangs from a noun of the same colour.
+
+  Works for any `heads` (e.g. induced trees), not only the planted one.
+  """
+  parsed = [parse_word(w) for w in words]
+  for m, h in enumerate(np.asarray(heads)):
+    if h >= 0 and parsed[m][0] == 'modifier' and parsed[int(h)][0] == 'noun' \
+        and parsed[int(h)][2] == parsed[m][2]:
+      return 1
+  return 0
 
 
 def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str, Any]
@@ -258,13 +315,12 @@ def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str
     A list of (words, heads int32[n], label) triples.
   """
   rng = np.random.default_rng([int(seed), int(split_index)])
+  sizes = {k: int(cfg[k]) for k in ('num_keys', 'num_colours', 'num_verbs', 'max_pairs',
+                                    'max_modifiers', 'min_length', 'max_length')}
   out = []
   for _ in range(num_examples):
     label = int(rng.integers(2))
-    words, heads = generate_sentence(
-        rng, label=label, num_keys=int(cfg['num_keys']), num_verbs=int(cfg['num_verbs']),
-        max_nouns=int(cfg['max_nouns']), max_modifiers=int(cfg['max_modifiers']),
-        min_length=int(cfg['min_length']), max_length=int(cfg['max_length']))
+    words, heads = generate_sentence(rng, label=label, **sizes)
     out.append((words, heads, label))
   return out
 
@@ -277,11 +333,12 @@ def load(config) -> core.TaskData:
     config: the `config.data` ConfigDict (keys: see `DEFAULTS`; unknown keys are an error).
 
   Returns:
-    TaskData(kind='sentence', vocab over the whole grammar, label_names=['objects', 'subjects'],
+    TaskData(kind='sentence', vocab over the whole grammar, label_names=['no_match', 'match'],
     splits train/validation/test of sizes num_train/num_dev/num_test).
   """
   cfg = validate_config(config)
-  vocab = core.Vocabulary(word_list(int(cfg['num_keys']), int(cfg['num_verbs'])))
+  vocab = core.Vocabulary(word_list(int(cfg['num_keys']), int(cfg['num_colours']),
+                                    int(cfg['num_verbs'])))
   splits = {}
   for index, (name, size) in enumerate((('train', 'num_train'), ('validation', 'num_dev'),
                                         ('test', 'num_test'))):
