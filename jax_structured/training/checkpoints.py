@@ -263,3 +263,9 @@ class Checkpoints:
 
   def close(self) -> None:
     self.manager.close()
+
+  def __enter__(self) -> 'Checkpoints':
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.close()

@@ -255,145 +255,145 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
   task, runner = setup.task, setup.runner
   task_name = config.get('task') or task_data.kind
 
-  ckpts = ckpt_lib.Checkpoints(workdir, dev_metric=task.dev_metric, higher_is_better=task.higher_is_better)
-  loop = LoopState()
-  plateau = optimizers.Plateau(opt_cfg.plateau_factor, opt_cfg.plateau_patience, opt_cfg.plateau_threshold,
-                               task.higher_is_better)
-  state = setup.state
-  latest = ckpts.latest_step()
-  if latest is not None:
-    state, meta = ckpts.restore(latest, _abstract_like(state, runner.replicated))
-    loop = LoopState(**meta['loop'])
-    plateau.restore(loop.plateau)
-    logging.info('resumed from %s (step %d, epoch %d, batch %d)', ckpts.step_path(latest), latest,
-                 loop.epoch, loop.batch_in_epoch)
-  ckpt_lib.write_config(workdir, config)
-  ckpt_lib.write_run_files(
-      workdir, vocab=task_data.vocab, label_names=task_data.label_names, extras=task_data.extras,
-      run_info={'kind': task_data.kind, 'task': task_name, 'num_classes': task_data.num_classes,
-                'vocab_size': len(task_data.vocab), 'dev_metric': task.dev_metric,
-                'higher_is_better': task.higher_is_better, 'batch_spec': _batch_spec(sample),
-                'embeddings_shape': (None if task_data.embeddings is None
-                                     else list(np.shape(task_data.embeddings)))})
+  with ckpt_lib.Checkpoints(workdir, dev_metric=task.dev_metric,
+                             higher_is_better=task.higher_is_better) as ckpts:
+    loop = LoopState()
+    plateau = optimizers.Plateau(opt_cfg.plateau_factor, opt_cfg.plateau_patience, opt_cfg.plateau_threshold,
+                                 task.higher_is_better)
+    state = setup.state
+    latest = ckpts.latest_step()
+    if latest is not None:
+      state, meta = ckpts.restore(latest, _abstract_like(state, runner.replicated))
+      loop = LoopState(**meta['loop'])
+      plateau.restore(loop.plateau)
+      logging.info('resumed from %s (step %d, epoch %d, batch %d)', ckpts.step_path(latest), latest,
+                   loop.epoch, loop.batch_in_epoch)
+    ckpt_lib.write_config(workdir, config)
+    ckpt_lib.write_run_files(
+        workdir, vocab=task_data.vocab, label_names=task_data.label_names, extras=task_data.extras,
+        run_info={'kind': task_data.kind, 'task': task_name, 'num_classes': task_data.num_classes,
+                  'vocab_size': len(task_data.vocab), 'dev_metric': task.dev_metric,
+                  'higher_is_better': task.higher_is_better, 'batch_spec': _batch_spec(sample),
+                  'embeddings_shape': (None if task_data.embeddings is None
+                                       else list(np.shape(task_data.embeddings)))})
 
-  writer = metrics_lib.create_writer(workdir)
-  if latest is None:
-    writer.write_hparams(config_lib.flatten(config_lib.to_dict(config)))
-  progress = metrics_lib.ProgressReport(num_train_steps=total_steps, writer=writer,
-                                        every_steps=train_cfg.log_every_steps)
-  dev_state = runner.place(state)
-  rng = runner.put_rng(jax.random.fold_in(jax.random.PRNGKey(config.seed), 2))
-  step = int(parallel.to_host(state.step))
-  # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a bug
-  # (jax.pmap itself transfers a scalar per call, so its driver is exempt).
-  guard = 'allow' if mode == 'pmap' else 'disallow'
-  pending: list[Any] = []  # device metrics of steps not yet logged
-  last_saved = latest
-  stop = step >= total_steps
-  t_start, step_start = time.time(), step
+    writer = metrics_lib.create_writer(workdir)
+    if latest is None:
+      writer.write_hparams(config_lib.flatten(config_lib.to_dict(config)))
+    progress = metrics_lib.ProgressReport(num_train_steps=total_steps, writer=writer,
+                                          every_steps=train_cfg.log_every_steps)
+    dev_state = runner.place(state)
+    rng = runner.put_rng(jax.random.fold_in(jax.random.PRNGKey(config.seed), 2))
+    step = int(parallel.to_host(state.step))
+    # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a bug
+    # (jax.pmap itself transfers a scalar per call, so its driver is exempt).
+    guard = 'allow' if mode == 'pmap' else 'disallow'
+    pending: list[Any] = []  # device metrics of steps not yet logged
+    last_saved = latest
+    stop = step >= total_steps
+    t_start, step_start = time.time(), step
 
-  def log_train():
-    acc = metrics_lib.Accumulator()
-    for m in pending:
-      acc.add(m)
-    pending.clear()
-    summary = task.summarize({k: v for k, v in acc.result().items() if k != 'grad_norm'})
-    norms = acc.result().get('grad_norm')
-    scalars = {f'train/{k}': v for k, v in summary.items()}
-    if norms:
-      scalars['train/grad_norm'] = norms[0] / norms[1]
-    scalars['train/learning_rate'] = float(setup.schedule(step - 1)) * plateau.scale
-    writer.write_scalars(step, scalars)
-    progress.loss = summary.get('loss')
+    def log_train():
+      acc = metrics_lib.Accumulator()
+      for m in pending:
+        acc.add(m)
+      pending.clear()
+      summary = task.summarize({k: v for k, v in acc.result().items() if k != 'grad_norm'})
+      norms = acc.result().get('grad_norm')
+      scalars = {f'train/{k}': v for k, v in summary.items()}
+      if norms:
+        scalars['train/grad_norm'] = norms[0] / norms[1]
+      scalars['train/learning_rate'] = float(setup.schedule(step - 1)) * plateau.scale
+      writer.write_scalars(step, scalars)
+      progress.loss = summary.get('loss')
 
-  def save(metrics_for_best=None):
-    nonlocal last_saved
-    loop.plateau = plateau.state()
-    ckpts.save(step, runner.canonical(dev_state), {'loop': dataclasses.asdict(loop)}, metrics_for_best)
-    last_saved = step
+    def save(metrics_for_best=None):
+      nonlocal last_saved
+      loop.plateau = plateau.state()
+      ckpts.save(step, runner.canonical(dev_state), {'loop': dataclasses.asdict(loop)}, metrics_for_best)
+      last_saved = step
 
-  def do_eval() -> bool:
-    """Evaluates on dev, updates best / plateau / early stopping, saves; True to stop."""
-    nonlocal dev_state
-    with progress.timed('eval'):
-      dev = evaluate_split(setup, dev_state, task_data.splits['validation'], eval_batch_size)
-    value = dev[task.dev_metric]
-    if task.is_better(value, loop.best):
-      loop.best, loop.best_step, loop.evals_since_best = value, step, 0
-    else:
-      loop.evals_since_best += 1
-    old_scale = plateau.scale
-    if plateau.update(value) != old_scale:
-      logging.info('dev %s did not improve: learning rate scale %.4g -> %.4g', task.dev_metric,
-                   old_scale, plateau.scale)
-      dev_state = _set_scalar(runner, dev_state, lr_scale=plateau.scale)
-    loop.history.append({'step': step, 'epoch': loop.epoch, **dev})
-    writer.write_scalars(step, {f'dev/{k}': v for k, v in dev.items()})
-    progress.dev = f'dev {task.dev_metric} {value:.4f}'
-    save({task.dev_metric: value} if not math.isnan(value) else None)
-    patience = train_cfg.early_stopping_patience
-    if patience and loop.evals_since_best >= patience:
-      logging.info('early stopping at step %d: no dev improvement in %d evaluations', step, patience)
-      return True
-    return False
+    def do_eval() -> bool:
+      """Evaluates on dev, updates best / plateau / early stopping, saves; True to stop."""
+      nonlocal dev_state
+      with progress.timed('eval'):
+        dev = evaluate_split(setup, dev_state, task_data.splits['validation'], eval_batch_size)
+      value = dev[task.dev_metric]
+      if task.is_better(value, loop.best):
+        loop.best, loop.best_step, loop.evals_since_best = value, step, 0
+      else:
+        loop.evals_since_best += 1
+      old_scale = plateau.scale
+      if plateau.update(value) != old_scale:
+        logging.info('dev %s did not improve: learning rate scale %.4g -> %.4g', task.dev_metric,
+                     old_scale, plateau.scale)
+        dev_state = _set_scalar(runner, dev_state, lr_scale=plateau.scale)
+      loop.history.append({'step': step, 'epoch': loop.epoch, **dev})
+      writer.write_scalars(step, {f'dev/{k}': v for k, v in dev.items()})
+      progress.dev = f'dev {task.dev_metric} {value:.4f}'
+      save({task.dev_metric: value} if not math.isnan(value) else None)
+      patience = train_cfg.early_stopping_patience
+      if patience and loop.evals_since_best >= patience:
+        logging.info('early stopping at step %d: no dev improvement in %d evaluations', step, patience)
+        return True
+      return False
 
-  while not stop:
-    dev_state = _set_scalar(runner, dev_state, embed_scale=optimizers.embedding_scale(opt_cfg, loop.epoch))
-    batches = train_split.batches(batch_size, shuffle=train_cfg.shuffle, seed=config.seed,
-                                  epoch=loop.epoch, num_shards=runner.num_shards)
-    for i, batch in enumerate(batches):
-      if i < loop.batch_in_epoch:
-        continue  # resuming inside this epoch: same order, skip what was done
-      check_batch(batch, where=f'train epoch {loop.epoch} batch {i}', num_classes=task_data.num_classes,
-                  task_name=task_name)
-      device_batch = runner.shard_batch(batch)
-      with jax.transfer_guard_host_to_device(guard):
-        dev_state, step_metrics = runner.train(dev_state, device_batch, rng)
-      pending.append(step_metrics)
-      step += 1
-      loop.batch_in_epoch = i + 1
-      epoch_end = loop.batch_in_epoch >= steps_per_epoch
-      if epoch_end:  # the saved position is the start of the next epoch
-        loop.epoch, loop.batch_in_epoch = loop.epoch + 1, 0
-      progress(step)
-      if step % train_cfg.log_every_steps == 0 or step >= total_steps:
-        log_train()
-      if ((train_cfg.eval_every_steps and step % train_cfg.eval_every_steps == 0)
-          or (not train_cfg.eval_every_steps and epoch_end) or step >= total_steps):
-        stop = do_eval() or step >= total_steps  # evaluates and saves
-      elif train_cfg.checkpoint_every_steps and step % train_cfg.checkpoint_every_steps == 0:
-        save()
-      for hook in hooks:
-        hook(step)
-      if stop or epoch_end:
-        break
-    else:  # every full epoch breaks at epoch_end above
-      raise RuntimeError(f'train epoch {loop.epoch} gave {loop.batch_in_epoch} batches, expected '
-                         f'{steps_per_epoch}: the split\'s num_batches disagrees with its batches')
-  if pending:
-    log_train()
-  if not loop.history:
-    do_eval()  # resumed a run that had stopped before its first evaluation
-  train_seconds = time.time() - t_start
+    while not stop:
+      dev_state = _set_scalar(runner, dev_state, embed_scale=optimizers.embedding_scale(opt_cfg, loop.epoch))
+      batches = train_split.batches(batch_size, shuffle=train_cfg.shuffle, seed=config.seed,
+                                    epoch=loop.epoch, num_shards=runner.num_shards)
+      for i, batch in enumerate(batches):
+        if i < loop.batch_in_epoch:
+          continue  # resuming inside this epoch: same order, skip what was done
+        check_batch(batch, where=f'train epoch {loop.epoch} batch {i}', num_classes=task_data.num_classes,
+                    task_name=task_name)
+        device_batch = runner.shard_batch(batch)
+        with jax.transfer_guard_host_to_device(guard):
+          dev_state, step_metrics = runner.train(dev_state, device_batch, rng)
+        pending.append(step_metrics)
+        step += 1
+        loop.batch_in_epoch = i + 1
+        epoch_end = loop.batch_in_epoch >= steps_per_epoch
+        if epoch_end:  # the saved position is the start of the next epoch
+          loop.epoch, loop.batch_in_epoch = loop.epoch + 1, 0
+        progress(step)
+        if step % train_cfg.log_every_steps == 0 or step >= total_steps:
+          log_train()
+        if ((train_cfg.eval_every_steps and step % train_cfg.eval_every_steps == 0)
+            or (not train_cfg.eval_every_steps and epoch_end) or step >= total_steps):
+          stop = do_eval() or step >= total_steps  # evaluates and saves
+        elif train_cfg.checkpoint_every_steps and step % train_cfg.checkpoint_every_steps == 0:
+          save()
+        for hook in hooks:
+          hook(step)
+        if stop or epoch_end:
+          break
+      else:  # every full epoch breaks at epoch_end above
+        raise RuntimeError(f'train epoch {loop.epoch} gave {loop.batch_in_epoch} batches, expected '
+                           f'{steps_per_epoch}: the split\'s num_batches disagrees with its batches')
+    if pending:
+      log_train()
+    if not loop.history:
+      do_eval()  # resumed a run that had stopped before its first evaluation
+    train_seconds = time.time() - t_start
 
-  results = _final_evaluation(setup, ckpts, task_data, eval_batch_size, dev_state_fallback=None)
-  results.update({'dev_metric': task.dev_metric, 'higher_is_better': task.higher_is_better,
-                  'steps': step, 'epochs_completed': loop.epoch, 'history': loop.history,
-                  'train_seconds': train_seconds,
-                  'steps_per_second': (step - step_start) / train_seconds if train_seconds > 0 else None})
-  writer.write_scalars(step, {f'final/{split}/{k}': v for split in EVAL_SPLITS if split in results
-                              for k, v in results[split].items()})
-  writer.flush()
-  writer.close()
-  ckpts.close()
-  results.update(_after_training(config, workdir, train_cfg))
+    results = _final_evaluation(setup, ckpts, task_data, eval_batch_size)
+    results.update({'dev_metric': task.dev_metric, 'higher_is_better': task.higher_is_better,
+                    'steps': step, 'epochs_completed': loop.epoch, 'history': loop.history,
+                    'train_seconds': train_seconds,
+                    'steps_per_second': (step - step_start) / train_seconds if train_seconds > 0 else None})
+    writer.write_scalars(step, {f'final/{split}/{k}': v for split in EVAL_SPLITS if split in results
+                                for k, v in results[split].items()})
+    writer.flush()
+    writer.close()
+  results.update(_after_training(config, workdir, train_cfg))  # reads the closed checkpoints
   results = metrics_lib.jsonable(results)  # returned exactly as metrics.json reads back
   metrics_lib.write_json(os.path.join(workdir, 'metrics.json'), results)
   return results
 
 
-def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int, dev_state_fallback) -> dict:
-  del dev_state_fallback
+def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int) -> dict:
+  """Restores the best checkpoint and evaluates it on the validation and test splits."""
   best = ckpts.resolve('best')
   state, _ = ckpts.restore(best, _abstract_like(setup.state, setup.runner.replicated))
   placed = setup.runner.place(state)
