@@ -6,7 +6,6 @@ sentence carries gold `heads` (a chain: word m hangs from m-1, word 0 from ROOT)
 `TinyModel` (registered with training as 'tiny_test_model'): embeddings -> masked mean -> dense, and
 it sows bilinear `arc_scores` / `root_scores` / `lengths` so evaluation can decode trees.
 """
-import importlib.util
 import os
 
 import flax.linen as nn
@@ -22,11 +21,6 @@ from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks
-from jax_structured.data import registry as data_registry
-
-# The data helper's loader modules may not exist yet: drop the missing ones so data.load works.
-data_registry.LOADER_MODULES = tuple(m for m in data_registry.LOADER_MODULES
-                                     if importlib.util.find_spec(m) is not None)
 
 VOCAB = data.Vocabulary([f'w{i}' for i in range(2, 12)])  # 12 ids: <pad>, <unk>, w2..w11
 
