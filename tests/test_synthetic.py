@@ -135,6 +135,18 @@ def test_labels_balanced_and_read_off_the_gold_tree(task):
   assert np.mean(np.array(distractor) == labels) < 0.5
 
 
+def test_head_side_across():
+  task = data.load(_config(num_train=400, num_dev=5, num_test=5, head_side='across'))
+  crossing = []
+  for w, e in zip(_words(task, 'train'), task.splits['train'].examples):
+    np.testing.assert_array_equal(_tree_by_rule(w, same_side=False), e['heads'])
+    np.testing.assert_array_equal(synthetic.planted_heads(w, 'across'), e['heads'])
+    assert _is_tree(e['heads']) and e['label'] == int(_matches(w, e['heads']) > 0)
+    crossing.append(_crossing(e['heads']))
+  assert 0.4 < np.mean([e['label'] for e in task.splits['train'].examples]) < 0.6
+  assert np.mean(crossing) > 0.5  # every modifier's arc spans the verb
+
+
 def _logistic_regression(x, y, l2=1e-2):
   """Independent baseline: L2-regularised logistic regression fitted with L-BFGS (scipy)."""
   x = np.concatenate([x, np.ones((len(x), 1))], axis=1)
@@ -231,6 +243,12 @@ def test_bad_config_is_an_error():
     synthetic.validate_config(_config(min_length=11, max_length=9))
   with pytest.raises(ValueError, match='config.data.min_length'):
     synthetic.validate_config(_config(min_length=30, max_length=40))
+  with pytest.raises(ValueError, match='config.data.head_side'):
+    synthetic.validate_config(_config(head_side='left'))
+  with pytest.raises(ValueError, match='head_side'):
+    synthetic.planted_heads(['cat-red', 'sees', 'cat-blue'], 'left')
+  with pytest.raises(ValueError, match="no noun 'cat' across"):
+    synthetic.planted_heads(["cat's-red", 'cat-red', 'sees'], 'across')
   with pytest.raises(ValueError, match='label'):
     synthetic.generate_sentence(np.random.default_rng(0), label=2, **SIZES)
   with pytest.raises(ValueError, match='not a word'):

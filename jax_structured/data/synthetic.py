@@ -51,6 +51,7 @@ COLOUR_NAMES = ('red', 'blue', 'green', 'gold', 'pink', 'grey', 'teal', 'plum')
 VERB_NAMES = ('sees', 'likes', 'finds', 'meets', 'feeds', 'hears', 'helps', 'calls')
 MODIFIER_SUFFIX = "'s"
 SUBJECT, OBJECT = 0, 1  # sides of the verb
+HEAD_SIDES = ('same', 'across')
 
 # Every key a `config.data` section of this loader may have, with its default.
 DEFAULTS: dict[str, Any] = {
@@ -67,6 +68,8 @@ DEFAULTS: dict[str, Any] = {
     'num_keys': 8,             # animals (noun classes)
     'num_colours': 4,          # >= 3, so a modifier can have a colour that neither noun of its pair has
     'num_verbs': 4,            # vocabulary: num_verbs + 2 * num_keys * num_colours words
+    'head_side': 'same',       # a modifier's head: the noun of its class on the 'same' side of the
+                               # verb, or the one 'across' the verb
     'bucket_boundaries': (),   # padded lengths; empty: one bucket of max_length (one compile)
 }
 
@@ -170,6 +173,8 @@ def validate_config(config) -> dict[str, Any]:
   boundaries = tuple(int(b) for b in cfg['bucket_boundaries'])
   if boundaries and (list(boundaries) != sorted(set(boundaries)) or boundaries[0] < 1):
     raise ValueError(f'config.data.bucket_boundaries={boundaries} must be increasing positive ints')
+  if cfg['head_side'] not in HEAD_SIDES:
+    raise ValueError(f'config.data.head_side={cfg["head_side"]!r}; valid: {HEAD_SIDES}')
   cfg['bucket_boundaries'] = boundaries or (hi,)
   return cfg
 
@@ -197,7 +202,7 @@ def _sample_bag(rng: np.random.Generator, *, num_keys: int, num_colours: int, nu
 
 def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, num_colours: int,
                       num_verbs: int, max_pairs: int, max_modifiers: int, min_length: int,
-                      max_length: int) -> tuple[list[str], np.ndarray]:
+                      max_length: int, head_side: str = 'same') -> tuple[list[str], np.ndarray]:
   """Samples one sentence of the colour-match grammar with the given label (module docstring).
 
   The bag of words is drawn first, independently of `label`. Then the word order is drawn uniformly
@@ -212,12 +217,16 @@ def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, nu
     label: 1 (some modifier matches its head's colour) or 0 (none does).
     num_keys, num_colours, num_verbs, max_pairs, max_modifiers, min_length, max_length: grammar
       sizes (see `DEFAULTS`).
+    head_side: 'same' or 'across' (see `planted_heads`).
 
   Returns:
     (words: list of str, heads: int32[n] with the planted tree, -1 = ROOT).
   """
   if label not in (0, 1):
     raise ValueError(f'label={label!r} must be 0 or 1')
+  if head_side not in HEAD_SIDES:
+    raise ValueError(f'head_side={head_side!r}; valid: {HEAD_SIDES}')
+  across = int(head_side == 'across')  # modifier side s has its head on side s ^ across
   verb, keys, noun_colours, modifiers = _sample_bag(
       rng, num_keys=num_keys, num_colours=num_colours, num_verbs=num_verbs, max_pairs=max_pairs,
       max_modifiers=max_modifiers, min_length=min_length, max_length=max_length)
@@ -230,9 +239,9 @@ def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, nu
     if label == 0:
       for i, (p, c) in enumerate(modifiers):
         own = np.flatnonzero(noun_colours[p] == c)
-        if own.size:  # stand on the side of the other noun of the pair
-          sides[i] = noun_side[p, 1 - own[0]]
-    head_colour = [noun_colours[p, int(np.flatnonzero(noun_side[p] == s)[0])]
+        if own.size:  # stand where the head is the other noun of the pair
+          sides[i] = noun_side[p, 1 - own[0]] ^ across
+    head_colour = [noun_colours[p, int(np.flatnonzero(noun_side[p] == s ^ across)[0])]
                    for (p, _), s in zip(modifiers, sides)]
     if int(any(c == h for (_, c), h in zip(modifiers, head_colour))) == label:
       break
@@ -244,17 +253,18 @@ def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, nu
     units[int(s)].append(modifier_name(int(keys[p]), c))
   words = ([units[SUBJECT][i] for i in rng.permutation(len(units[SUBJECT]))] + [verb_name(verb)]
            + [units[OBJECT][i] for i in rng.permutation(len(units[OBJECT]))])
-  return words, planted_heads(words)
+  return words, planted_heads(words, head_side)
 
 
-def planted_heads(words: Sequence[str]) -> np.ndarray:
+def planted_heads(words: Sequence[str], head_side: str = 'same') -> np.ndarray:
   """Recovers the planted tree from the token sequence alone (the grammar is deterministic).
 
   Rules: the verb hangs from ROOT, every noun from the verb, every modifier from the noun of its
-  class (animal) on its side of the verb.
+  class (animal) on its side of the verb (`head_side='same'`) or on the other side ('across').
 
   Args:
     words: a sentence of the grammar.
+    head_side: 'same' or 'across' (`config.data.head_side`).
 
   Returns:
     heads int32[n] (-1 = ROOT).
@@ -263,6 +273,8 @@ def planted_heads(words: Sequence[str]) -> np.ndarray:
     ValueError: if the words do not form a sentence of the grammar (not exactly one verb, an animal
       twice on one side of the verb, a modifier without a noun of its class on its side).
   """
+  if head_side not in HEAD_SIDES:
+    raise ValueError(f'head_side={head_side!r}; valid: {HEAD_SIDES}')
   parsed = [parse_word(w) for w in words]
   verbs = [i for i, (kind, _, _) in enumerate(parsed) if kind == 'verb']
   if len(verbs) != 1:
@@ -280,10 +292,11 @@ def planted_heads(words: Sequence[str]) -> np.ndarray:
   heads[verb] = -1
   for i, (kind, key, _) in enumerate(parsed):
     if kind == 'modifier':
-      side = SUBJECT if i < verb else OBJECT
+      side = (SUBJECT if i < verb else OBJECT) ^ int(head_side == 'across')
       if (side, key) not in nouns:
+        where = 'on its side of' if head_side == 'same' else 'across'
         raise ValueError(f'modifier {words[i]!r} at {i} has no noun {_name(KEY_NAMES, "k", key)!r} '
-                         f'on its side of the verb to agree with: {list(words)}')
+                         f'{where} the verb to agree with: {list(words)}')
       heads[i] = nouns[side, key]
   return heads
 
@@ -317,6 +330,7 @@ def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str
   rng = np.random.default_rng([int(seed), int(split_index)])
   sizes = {k: int(cfg[k]) for k in ('num_keys', 'num_colours', 'num_verbs', 'max_pairs',
                                     'max_modifiers', 'min_length', 'max_length')}
+  sizes['head_side'] = str(cfg['head_side'])
   out = []
   for _ in range(num_examples):
     label = int(rng.integers(2))
