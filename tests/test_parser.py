@@ -1,5 +1,7 @@
 """Tests of the biaffine tree-CRF dependency parser (jax_structured/models/parser.py, launch/parse.py)."""
 import functools
+import gzip
+import importlib.util
 import json
 import os
 import subprocess
@@ -514,10 +516,12 @@ def test_read_sentences_of_every_format(tmp_path):
   trec = read(write('trec.label', 'DESC:manner How did serfdom develop in Russia ?\n',
                     'iso-8859-1'), 'trec')
   assert trec[0]['words'][:2] == ['How', 'did']
-  snli = read(write('snli.jsonl', json.dumps({
-      'pairID': 'p1', 'sentence1': 'A man.', 'sentence1_binary_parse': '( ( A man ) . )',
-      'sentence2': 'Nobody sleeps.', 'sentence2_binary_parse': '( Nobody ( sleeps . ) )'}) + '\n'),
-              'snli')
+  snli_path = tmp_path / 'snli.jsonl.gz'
+  with gzip.open(snli_path, 'wt', encoding='utf-8') as f:
+    f.write(json.dumps({
+        'pairID': 'p1', 'sentence1': 'A man.', 'sentence1_binary_parse': '( ( A man ) . )',
+        'sentence2': 'Nobody sleeps.', 'sentence2_binary_parse': '( Nobody ( sleeps . ) )'}) + '\n')
+  snli = read(str(snli_path), 'snli')
   assert [s['words'] for s in snli] == [['A', 'man', '.'], ['Nobody', 'sleeps', '.']]
   assert snli[1]['sent_id'] == 'p1-hypothesis'
   quora = read(write('q.tsv', 'How so ?\tWhy ?\t1\n0\tA b\tC\t7\n'), 'quora')
@@ -551,8 +555,8 @@ def test_conllu_writing_round_trips(tmp_path):
   # and the empty node (enhanced graph only), which is dropped.
   want = [line for line in TINY_CONLLU.splitlines() if not line.startswith('4.1\t')] + ['']
   assert text.splitlines() == want
-  plain = parser.to_conllu(parser._sentence(['Hi', '!'], '7'), [-1, 0], ['root', 'punct'],  # pylint: disable=protected-access
-                           ['INTJ', 'PUNCT'])
+  record = parser._sentence(['Hi', '!'], '7')  # pylint: disable=protected-access
+  plain = parser.to_conllu(record, [-1, 0], ['root', 'punct'], ['INTJ', 'PUNCT'])
   assert plain == ('# sent_id = 7\n# text = Hi !\n1\tHi\t_\tINTJ\t_\t_\t0\troot\t_\t_\n'
                    '2\t!\t_\tPUNCT\t_\t_\t1\tpunct\t_\t_\n\n')
 
@@ -599,6 +603,37 @@ def test_parse_matches_the_model_and_decoder_on_the_whole_batch(tmp_path):
     parser.parse(trained, sentences)
 
 
+def _load_config(name, *args):
+  spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, 'configs', 'parser', name))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config(*args)
+
+
+def test_configs_build_with_the_training_schemas():
+  """Both configs pass the training/data schemas and build a model; the variants apply."""
+  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  assert _load_config('ewt_tiny.py').to_dict() == _load_config('ewt.py', 'tiny').to_dict()
+  for config in (_load_config('ewt.py'), _load_config('ewt_tiny.py')):
+    config_lib.optimizer_config(config)
+    config_lib.train_config(config)
+    loaders.validate_config(config.data, 'universal_dependencies')
+    assert config.task == 'parse' and os.path.isabs(config.data.manual_dir)
+    for name, overrides in config.variants.items():
+      variant = config_lib.with_overrides(config, config_lib.flatten(overrides.to_dict()))
+      assert variant.model.loss == name
+      model = parser.build(variant.model, vocab_size=10, num_classes=0)
+      assert model.num_tags == 19 and model.num_relations == 53
+  full = _load_config('ewt.py')
+  assert (full.model.word_dim, full.model.tag_dim, full.model.lstm_layers, full.model.lstm_hidden,
+          full.model.arc_mlp, full.model.label_mlp, full.model.dropout) == (100, 100, 3, 400, 500,
+                                                                             100, 0.33)
+  assert (full.optimizer.learning_rate, full.optimizer.b2) == (2e-3, 0.9)
+  with pytest.raises(ValueError, match='unknown option'):
+    _load_config('ewt.py', 'huge')
+
+
 def _tiny_treebank(root):
   root.mkdir()
   for split in ('train', 'dev', 'test'):
@@ -611,8 +646,7 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   if not hasattr(training, 'load_trained'):
     pytest.skip('training.load_trained is not available yet')
-  from configs.parser import ewt_tiny  # pylint: disable=g-import-not-at-top
-  config = ewt_tiny.get_config()
+  config = _load_config('ewt_tiny.py')
   del config['variants']
   config.data.manual_dir = str(_tiny_treebank(tmp_path / 'ud'))
   config.data.data_dir = str(tmp_path / 'tfds')
@@ -639,7 +673,9 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   proc = subprocess.run([sys.executable, '-m', 'launch.parse', f'--workdir={workdir}',
                          f'--input={raw}', f'--output={out}', '--format=raw'],
                         cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
-                        env={**os.environ, 'JAX_DISABLE_MOST_OPTIMIZATIONS': 'true'})
+                        env={**os.environ, 'JAX_DISABLE_MOST_OPTIMIZATIONS': 'true',
+                             # the same x64 mode as the training above (tests/conftest.py)
+                             'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower()})
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert 'sentences/s' in proc.stdout
   parsed = _read_conllu(out.read_text(encoding='utf-8'))

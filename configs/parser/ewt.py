@@ -1,6 +1,8 @@
 """Biaffine tree-CRF parser on UD English EWT (Dozat & Manning 2017 hyperparameters).
 
 python -m launch.train --config=configs/parser/ewt.py --workdir=/tmp/parser_ewt
+python -m launch.train --config=configs/parser/ewt.py:tiny --workdir=/tmp/parser_tiny  (CPU sizes;
+    the same as configs/parser/ewt_tiny.py)
 
 Dozat & Manning (2017): 100-d word and tag embeddings, 3 BiLSTM layers of 400 units per direction,
 500-d arc MLPs, 100-d label MLPs, dropout 0.33, Adam (lr 2e-3, beta1 = beta2 = 0.9), gradient norm
@@ -29,7 +31,10 @@ EWT_NUM_TAGS = 19
 EWT_NUM_RELATIONS = 53
 
 
-def get_config() -> ml_collections.ConfigDict:
+def get_config(options: str = '') -> ml_collections.ConfigDict:
+  """The EWT parser config; `options='tiny'` gives the CPU-sized version (`tiny`)."""
+  if options not in ('', 'tiny'):
+    raise ValueError(f'configs/parser/ewt.py: unknown option {options!r}; expected "" or "tiny"')
   config = ml_collections.ConfigDict()
   config.seed = 0
   config.task = 'parse'
@@ -86,4 +91,31 @@ def get_config() -> ml_collections.ConfigDict:
       'crf': {'model': {'loss': 'crf'}},
       'local': {'model': {'loss': 'local'}},
   })
+  return tiny(config) if options == 'tiny' else config
+
+
+def tiny(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+  """CPU sizes (tests, smoke runs): tiny dimensions, 300 steps, training sentences <= 30 words.
+
+  EWT train sentences of at most 30 words still hold all 17 UPOS tags and 51 relations, so
+  `num_tags` / `num_relations` are unchanged.
+  """
+  config.parallel = 'none'
+  config.data.max_length = 30
+  config.data.batch_size = 16
+  config.data.bucket_boundaries = (8, 16, 32, 64, 128, 256)
+  config.model.word_dim = 32
+  config.model.tag_dim = 16
+  config.model.lstm_hidden = 32
+  config.model.lstm_layers = 1
+  config.model.tagger_hidden = 16
+  config.model.arc_mlp = 32
+  config.model.label_mlp = 16
+  config.model.dropout = 0.2
+  config.optimizer.schedule = 'constant'
+  config.train.num_epochs = 0
+  config.train.num_steps = 300
+  config.train.eval_every_steps = 100
+  config.train.early_stopping_patience = 0
+  config.train.log_every_steps = 50
   return config

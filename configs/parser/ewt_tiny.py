@@ -1,31 +1,23 @@
-"""A CPU-sized parser config (tests, smoke runs): tiny dimensions, few steps, short sentences.
+"""A CPU-sized parser config (tests, smoke runs): `configs/parser/ewt.py` with the 'tiny' option.
 
 python -m launch.train --config=configs/parser/ewt_tiny.py --workdir=/tmp/parser_tiny
 Tests override `data.manual_dir` / `data.data_dir` to a tiny CoNLL-U treebank of their own.
+ewt.py is loaded by file path (not as a sibling package import), so this file works from any
+working directory.
 """
+import importlib.util
+import os
+
 import ml_collections
 
-from configs.parser import ewt
+
+def _ewt():
+  path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'ewt.py')
+  spec = importlib.util.spec_from_file_location('_configs_parser_ewt', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
 
 
 def get_config() -> ml_collections.ConfigDict:
-  config = ewt.get_config()
-  config.parallel = 'none'
-  config.data.max_length = 30  # training sentences of at most 30 words
-  config.data.batch_size = 16
-  config.data.bucket_boundaries = (8, 16, 32, 64, 128, 256)
-  config.model.word_dim = 32
-  config.model.tag_dim = 16
-  config.model.lstm_hidden = 32
-  config.model.lstm_layers = 1
-  config.model.tagger_hidden = 16
-  config.model.arc_mlp = 32
-  config.model.label_mlp = 16
-  config.model.dropout = 0.2
-  config.optimizer.schedule = 'constant'
-  config.train.num_epochs = 0
-  config.train.num_steps = 300
-  config.train.eval_every_steps = 100
-  config.train.early_stopping_patience = 0
-  config.train.log_every_steps = 50
-  return config
+  return _ewt().get_config('tiny')

@@ -50,7 +50,7 @@ import json
 import os
 import re
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import flax.linen as nn
 import jax
