@@ -129,7 +129,8 @@ def test_crf_loss_gradient_is_marginals_minus_gold():
         gold_arc[h, m] = 1
     np.testing.assert_allclose(g_arc[i, :length, :length], arc_m - gold_arc, atol=1e-9)
     np.testing.assert_allclose(g_root[i, :length], root_m - gold_root, atol=1e-9)
-    assert np.all(np.asarray(g_arc[i])[length:, :] == 0) and np.all(np.asarray(g_arc[i])[:, length:] == 0)
+    padded = np.asarray(g_arc[i])
+    assert np.all(padded[length:, :] == 0) and np.all(padded[:, length:] == 0)
 
 
 def _numpy_local_nll(arc, root, heads, lengths):
@@ -213,8 +214,8 @@ def tiny():
 
 
 def test_biaffine_scores_follow_dozat_manning_equations(tiny):
-  """arc/root scores (D&M eq. 6) and relation logits (eq. 9) recomputed in float64 numpy from the
-  captured MLP outputs and the parameters."""
+  """Arc/root scores and relation logits (the two D&M biaffine formulas) recomputed in float64
+  numpy from the captured MLP outputs and the parameters."""
   model, variables, batch, _ = tiny
   out, state = jax.jit(functools.partial(model.apply, capture_intermediates=True))(variables, batch)
   inter = state['intermediates']

@@ -4,11 +4,11 @@ Architecture (Dozat & Manning 2017, "Deep biaffine attention for neural dependen
 word embeddings (+ optional byte-level character CNN) (+ UPOS tag embeddings) -> multi-layer BiLSTM
 (masked by `lengths`) -> four MLPs (arc-head, arc-dependent, label-head, label-dependent) ->
 
-- biaffine arc scorer (D&M eq. 6 with the head-prior term): for head h and modifier m,
+- biaffine arc scorer (D&M: a bilinear term plus a head-prior term): for head h and modifier m,
     arc_scores[b, h, m] = H_head[h]^T U H_dep[m] + H_head[h]^T u,
   and the same with a learned ROOT representation r (passed through the arc-head MLP) as head:
     root_scores[b, m] = mlp_head(r)^T U H_dep[m] + mlp_head(r)^T u;
-- biaffine label classifier (D&M eq. 9): for relation k,
+- biaffine label classifier (D&M: bilinear, linear and bias terms): for relation k,
     relation_logits[b, h, m, k] = L_head[h]^T U_k L_dep[m] + W_k [L_head[h]; L_dep[m]] + b_k,
   with the heads axis of size n + 1 whose LAST row is ROOT (so a head index of -1, the `trees`
   convention for ROOT, addresses it with numpy-style negative indexing; use `relation_logits_at`).
@@ -262,7 +262,7 @@ def char_ids(words: Sequence[str], max_chars: int) -> np.ndarray:
 
 
 class BiaffineMLP(nn.Module):
-  """One hidden layer with leaky ReLU (Dozat & Manning 2017, eq. 5 / 7) and dropout."""
+  """One hidden layer with leaky ReLU (the arc/label MLPs of Dozat & Manning 2017) and dropout."""
   features: int
   dropout: float = 0.0
 
@@ -406,7 +406,7 @@ class BiaffineParser(nn.Module):
     arc_dep = BiaffineMLP(self.arc_mlp, self.dropout, name='arc_dep_mlp')(states, train=train)
     arc_u = self.param('arc_bilinear', nn.initializers.zeros, (self.arc_mlp, self.arc_mlp))
     arc_bias = self.param('arc_head_bias', nn.initializers.zeros, (self.arc_mlp,))
-    # D&M eq. 6: s[h, m] = H_head[h] U H_dep[m] + H_head[h] . u   -> [B, n + 1, n]
+    # D&M arc scores: s[h, m] = H_head[h] U H_dep[m] + H_head[h] . u   -> [B, n + 1, n]
     scores = jnp.einsum('bhd,de,bme->bhm', arc_head, arc_u, arc_dep)
     scores = scores + jnp.einsum('bhd,d->bh', arc_head, arc_bias)[..., None]
     arc_scores, root_scores = scores[:, :n, :], scores[:, n, :]
@@ -416,7 +416,7 @@ class BiaffineParser(nn.Module):
     r = self.num_relations
     label_u = self.param('label_bilinear', nn.initializers.zeros, (r, self.label_mlp,
                                                                    self.label_mlp))
-    # D&M eq. 9: L_head[h] U_k L_dep[m] + W_k [L_head[h]; L_dep[m]] + b_k   -> [B, n + 1, n, R]
+    # D&M label scores: L_head[h] U_k L_dep[m] + W_k [L_head[h]; L_dep[m]] + b_k   -> [B, n + 1, n, R]
     bilinear = jnp.einsum('bhre,bme->bhmr', jnp.einsum('bhd,rde->bhre', label_head, label_u),
                           label_dep)
     linear = (nn.Dense(r, name='label_head_linear')(label_head)[:, :, None, :]
