@@ -22,6 +22,7 @@ h~ = c~ = 0. `memory_span` optionally bounds attention to the last `memory_span`
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import flax.linen as nn
@@ -57,8 +58,129 @@ class FusionParams(NamedTuple):
   b_r: jax.Array       # [H]
 
 
+def _step(w, tape_h, tape_c, tape_k, h_tilde, y_tilde, x_t, src, visible):
+  """One time step of eqs. 4-9 (and 11-15 when `src` is given), without the tape writes.
+
+  Args:
+    w: (w_htilde [H, A], v [A], w_gates_h [H, 4H], w_ytilde [S, Bf] | None, u [Bf] | None,
+      w_r_y [S, H] | None).
+    tape_h, tape_c: [B, T, H] hidden / memory tapes; tape_k: [B, T, A] their attention keys h_i W_h.
+      Only the `visible` positions are read (others get weight exactly 0 and no gradient).
+    h_tilde, y_tilde: the previous summaries h~_{t-1} [B, H] and y~_{t-1} [B, S].
+    x_t: (x W_x [B, A], x W_gates_x + b [B, 4H], x W_x' [B, Bf] | None, x W_r_x + b_r [B, H] | None).
+    src: (source keys Y W_y [B, M, Bf], Y [B, M, S], A [B, M, S], mask [B, M] float) or None.
+    visible: [T] bool, the tape positions word t attends to.
+
+  Returns:
+    (h_t [B, H], c_t [B, H], h~_t [B, H], y~_t [B, S], s^t [B, T], p^t [B, M] | None).
+  """
+  w_htilde, v, w_gates_h, w_ytilde, u, w_r_y = w
+  x_att, x_gates, x_src, x_r = x_t
+  scores = jnp.tanh(tape_k + x_att[:, None, :] + (h_tilde @ w_htilde)[:, None, :]) @ v     # eq. 4
+  s = masked_softmax(scores, jnp.broadcast_to(visible, scores.shape))                       # eq. 5
+  h_tilde = jnp.einsum('bi,bih->bh', s, tape_h)                                              # eq. 6
+  c_tilde = jnp.einsum('bi,bih->bh', s, tape_c)
+  i, f, o, c_hat = jnp.split(h_tilde @ w_gates_h + x_gates, 4, axis=-1)                     # eq. 7
+  c = jax.nn.sigmoid(f) * c_tilde + jax.nn.sigmoid(i) * jnp.tanh(c_hat)                     # eq. 8
+  p = None
+  if src is not None:
+    src_keys, src_h, src_c, src_mask = src
+    b = jnp.tanh(src_keys + x_src[:, None, :] + (y_tilde @ w_ytilde)[:, None, :]) @ u
+    p = masked_softmax(b, src_mask > 0)                                                      # eqs. 11-12
+    y_tilde = jnp.einsum('bj,bjh->bh', p, src_h)                                             # eq. 13
+    a_tilde = jnp.einsum('bj,bjh->bh', p, src_c)
+    r = jax.nn.sigmoid(y_tilde @ w_r_y + x_r)                                                # eq. 14
+    c = c + r * a_tilde                                                                      # eq. 15
+  h = jax.nn.sigmoid(o) * jnp.tanh(c)                                                        # eq. 9 / 16
+  return h, c, h_tilde, y_tilde, s, p
+
+
+def _visible(t, steps: int, memory_span: int | None):
+  positions = jnp.arange(steps)
+  visible = positions < t
+  if memory_span is not None:
+    visible &= positions >= t - memory_span
+  return visible
+
+
+def _forward(w_h, w, xs, src, h0, y0, memory_span):
+  """The recurrence: returns (tape_h [B, T, H], tape_c, intra [T, B, T], inter [T, B, M] | None,
+  h~ inputs [T, B, H], y~ inputs [T, B, S]) -- the summaries each step read."""
+  batch, steps = xs[0].shape[:2]
+  hidden = w_h.shape[0]
+  dtype = xs[0].dtype
+
+  def step(carry, t):
+    tape_h, tape_c, tape_k, h_tilde, y_tilde = carry
+    x_t = tuple(None if x is None else x[:, t] for x in xs)
+    h, c, new_h_tilde, new_y_tilde, s, p = _step(w, tape_h, tape_c, tape_k, h_tilde, y_tilde, x_t, src,
+                                                  _visible(t, steps, memory_span))
+    tape_h = tape_h.at[:, t].set(h)
+    tape_c = tape_c.at[:, t].set(c)
+    tape_k = tape_k.at[:, t].set(h @ w_h)
+    return (tape_h, tape_c, tape_k, new_h_tilde, new_y_tilde), (s, p, h_tilde, y_tilde)
+
+  zeros = jnp.zeros((batch, steps, hidden), dtype)
+  init = (zeros, zeros, jnp.zeros((batch, steps, w_h.shape[1]), dtype), h0, y0)
+  (tape_h, tape_c, _, _, _), (intra, inter, h_in, y_in) = jax.lax.scan(step, init, jnp.arange(steps))
+  return tape_h, tape_c, intra, inter, h_in, y_in
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6,))
+def _recurrence(w_h, w, xs, src, h0, y0, memory_span):
+  """`_forward` without its saved summaries, with a memory-lean reverse pass (see `_recurrence_bwd`)."""
+  return _forward(w_h, w, xs, src, h0, y0, memory_span)[:4]
+
+
+def _recurrence_fwd(w_h, w, xs, src, h0, y0, memory_span):
+  tape_h, tape_c, intra, inter, h_in, y_in = _forward(w_h, w, xs, src, h0, y0, memory_span)
+  return (tape_h, tape_c, intra, inter), (w_h, w, xs, src, tape_h, tape_c, h_in, y_in)
+
+
+def _recurrence_bwd(memory_span, residuals, cotangents):
+  """Reverse pass over the *final* tapes.
+
+  The tapes are written once, at their own step, and step t reads only positions < t (masked softmax:
+  other positions get weight exactly 0 and gradient 0), so step t computed on the final tapes equals
+  step t computed on the tapes of its time. Plain autodiff of the scan instead saves the whole
+  [B, T, H] tapes at every step (O(T^2 B H) memory and copies); here each reverse step recomputes its
+  forward step on the final tapes, takes its VJP, and accumulates the tape cotangents in [B, T, H]
+  buffers: the cotangent of h_t / c_t is complete when step t is reached (only later steps read it).
+  """
+  w_h, w, xs, src, tape_h, tape_c, h_in, y_in = residuals
+  d_tape_h_out, d_tape_c_out, d_intra, d_inter = cotangents
+  steps = tape_h.shape[1]
+  tape_k = tape_h @ w_h
+  zeros_like = lambda tree: jax.tree.map(jnp.zeros_like, tree)  # noqa: E731
+
+  def back(carry, t):
+    acc_h, acc_c, acc_k, d_h_tilde, d_y_tilde, d_w, d_w_h, d_src = carry
+    x_t = tuple(None if x is None else x[:, t] for x in xs)
+    d_h = d_tape_h_out[:, t] + acc_h[:, t] + acc_k[:, t] @ w_h.T
+    d_c = d_tape_c_out[:, t] + acc_c[:, t]
+    d_w_h = d_w_h + tape_h[:, t].T @ acc_k[:, t]
+    visible = _visible(t, steps, memory_span)
+    fn = lambda w, th, tc, tk, ht, yt, x_t, src: _step(w, th, tc, tk, ht, yt, x_t, src, visible)  # noqa
+    _, vjp = jax.vjp(fn, w, tape_h, tape_c, tape_k, h_in[t], y_in[t], x_t, src)
+    d_p = None if d_inter is None else d_inter[t]
+    g_w, g_th, g_tc, g_tk, g_ht, g_yt, g_x, g_src = vjp((d_h, d_c, d_h_tilde, d_y_tilde, d_intra[t], d_p))
+    add = lambda a, b: jax.tree.map(jnp.add, a, b)  # noqa: E731
+    carry = (acc_h + g_th, acc_c + g_tc, acc_k + g_tk, g_ht, g_yt, add(d_w, g_w), d_w_h, add(d_src, g_src))
+    return carry, g_x
+
+  init = (jnp.zeros_like(tape_h), jnp.zeros_like(tape_c), jnp.zeros_like(tape_k), jnp.zeros_like(h_in[0]),
+          jnp.zeros_like(y_in[0]), zeros_like(w), jnp.zeros_like(w_h), zeros_like(src))
+  carry, g_xs = jax.lax.scan(back, init, jnp.arange(steps), reverse=True)
+  _, _, _, d_h0, d_y0, d_w, d_w_h, d_src = carry
+  d_xs = tuple(None if g is None else jnp.swapaxes(g, 0, 1) for g in g_xs)
+  return d_w_h, d_w, d_xs, d_src, d_h0, d_y0
+
+
+_recurrence.defvjp(_recurrence_fwd, _recurrence_bwd)
+
+
 def lstmn_scan(params: LSTMNParams, inputs, lengths, *, memory_span: int | None = None,
-               source=None, fusion: FusionParams | None = None):
+               source=None, fusion: FusionParams | None = None, lean_gradient: bool = True):
   """Runs one LSTMN layer over a padded batch.
 
   Args:
@@ -68,6 +190,8 @@ def lstmn_scan(params: LSTMNParams, inputs, lengths, *, memory_span: int | None 
     memory_span: attend only to the last `memory_span` previous tokens (None = all).
     source: for deep fusion, a tuple (source_hidden [B, M, H], source_memory [B, M, H], source_lengths [B]).
     fusion: `FusionParams` (required with `source`).
+    lean_gradient: differentiate with the custom reverse pass over the final tapes (`_recurrence_bwd`:
+      O(T B H) saved state instead of O(T^2 B H)); False = plain autodiff of the scan (the reference).
 
   Returns:
     (hidden [B, T, H], memory [B, T, H], intra_attention [B, T, T] (row t: weights over tokens < t),
@@ -78,46 +202,24 @@ def lstmn_scan(params: LSTMNParams, inputs, lengths, *, memory_span: int | None 
   dtype = inputs.dtype
   x_att = inputs @ params.w_x                                   # [B, T, A]
   x_gates = inputs @ params.w_gates_x + params.b_gates          # [B, T, 4H]
-  positions = jnp.arange(steps)
+  w = (params.w_htilde, params.v, params.w_gates_h, None, None, None)
+  xs = (x_att, x_gates, None, None)
+  src, y0 = None, jnp.zeros((batch, 0), dtype)
   if source is not None:
+    if fusion is None:
+      raise ValueError('lstmn_scan: `source` (deep fusion) needs `fusion` parameters')
     src_h, src_c, src_len = source
-    src_keys = src_h @ fusion.w_y                               # [B, M, Bf]
-    src_mask = jnp.arange(src_h.shape[1])[None, :] < src_len[:, None]
-    x_src = inputs @ fusion.w_x                                 # [B, T, Bf]
-    x_r = inputs @ fusion.w_r_x + fusion.b_r                    # [B, T, H]
-
-  def step(carry, t):
-    tape_h, tape_c, tape_k, h_tilde, y_tilde = carry
-    visible = positions < t
-    if memory_span is not None:
-      visible &= positions >= t - memory_span
-    scores = jnp.tanh(tape_k + x_att[:, t, None, :] + (h_tilde @ params.w_htilde)[:, None, :]) @ params.v
-    s = masked_softmax(scores, jnp.broadcast_to(visible, scores.shape))      # eq. 5, [B, T]
-    h_tilde = jnp.einsum('bi,bih->bh', s, tape_h)                              # eq. 6
-    c_tilde = jnp.einsum('bi,bih->bh', s, tape_c)
-    gates = h_tilde @ params.w_gates_h + x_gates[:, t]                         # eq. 7
-    i, f, o, c_hat = jnp.split(gates, 4, axis=-1)
-    c = jax.nn.sigmoid(f) * c_tilde + jax.nn.sigmoid(i) * jnp.tanh(c_hat)      # eq. 8
-    p = None
-    if source is not None:
-      b = jnp.tanh(src_keys + x_src[:, t, None, :] + (y_tilde @ fusion.w_ytilde)[:, None, :]) @ fusion.u
-      p = masked_softmax(b, src_mask)                                         # eqs. 11-12
-      y_tilde = jnp.einsum('bj,bjh->bh', p, src_h)                             # eq. 13
-      a_tilde = jnp.einsum('bj,bjh->bh', p, src_c)
-      r = jax.nn.sigmoid(y_tilde @ fusion.w_r_y + x_r[:, t])                   # eq. 14
-      c = c + r * a_tilde                                                      # eq. 15
-    h = jax.nn.sigmoid(o) * jnp.tanh(c)                                        # eq. 9 / 16
-    tape_h = tape_h.at[:, t].set(h)
-    tape_c = tape_c.at[:, t].set(c)
-    tape_k = tape_k.at[:, t].set(h @ params.w_h)
-    return (tape_h, tape_c, tape_k, h_tilde, y_tilde), (s, p)
-
-  zeros = jnp.zeros((batch, steps, hidden), dtype)
-  y0 = jnp.zeros((batch, source[0].shape[-1]), dtype) if source is not None else jnp.zeros((batch, 0), dtype)
-  init = (zeros, zeros, jnp.zeros((batch, steps, params.w_h.shape[1]), dtype),
-          jnp.zeros((batch, hidden), dtype), y0)
-  (tape_h, tape_c, _, _, _), (intra, inter) = jax.lax.scan(step, init, positions)
-  real = (positions[None, :] < lengths[:, None])[..., None]
+    src_mask = (jnp.arange(src_h.shape[1])[None, :] < src_len[:, None]).astype(dtype)
+    src = (src_h @ fusion.w_y, src_h, src_c, src_mask)          # keys [B, M, Bf]
+    xs = (x_att, x_gates, inputs @ fusion.w_x, inputs @ fusion.w_r_x + fusion.b_r)
+    w = (params.w_htilde, params.v, params.w_gates_h, fusion.w_ytilde, fusion.u, fusion.w_r_y)
+    y0 = jnp.zeros((batch, src_h.shape[-1]), dtype)
+  h0 = jnp.zeros((batch, hidden), dtype)
+  if lean_gradient:
+    tape_h, tape_c, intra, inter = _recurrence(params.w_h, w, xs, src, h0, y0, memory_span)
+  else:
+    tape_h, tape_c, intra, inter = _forward(params.w_h, w, xs, src, h0, y0, memory_span)[:4]
+  real = (jnp.arange(steps)[None, :] < lengths[:, None])[..., None]
   intra = jnp.swapaxes(intra, 0, 1) * real                                      # [B, T, T]
   if inter is not None:
     inter = jnp.swapaxes(inter, 0, 1) * real
