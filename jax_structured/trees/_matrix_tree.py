@@ -36,26 +36,30 @@ Numerics (all exact, no eps, no clamping of scores):
   `d log det L = tr(L^-1 dL)` and `d L^-1 = -L^-1 dL L^-1`, so gradients of `log_partition` reuse the
   forward factorisation (instead of `slogdet`'s JVP, which factorises again) and the marginals are
   differentiable to any order (structured attention backpropagates through them) without
-  differentiating the LU decomposition itself. Measured with `python -m launch.benchmark trees`
-  (float32, 2-core CPU, median ms, see docs of `launch/benchmarks/trees.py`): this custom rule vs
-  `jnp.linalg.slogdet` + autodiff is recorded in `_BENCHMARK_NOTE` below.
+  differentiating the LU decomposition itself. Measured with the functions of the
+  `python -m launch.benchmark trees` columns, called in 9 interleaved rounds (median ms, float32,
+  shared 2-core CPU, OPENBLAS_NUM_THREADS=1), sizes 512x32 / 64x64 / 32x200 (batch x length):
+
+      marginals:              this rule 32.7 / 20.0 / 108.0   inv + autodiff 39.0 / 17.3 / 99.4
+                              slogdet + grad 48.0 / 18.0 / 106.0
+      marginals + grad loss:  this rule 63.6 / 32.1 / 225.2   inv + autodiff 70.1 / 35.9 / 226.9
+                              slogdet + grad-of-grad 87.3 / 44.0 / 292.0
+
+  i.e. on par for the forward marginals (all three do one LU and two triangular solves) and the
+  fastest for marginals + gradient (10-27% faster than slogdet + autodiff: the backward pass is two
+  matmuls instead of more triangular solves), so the custom rule is kept. (Without
+  OPENBLAS_NUM_THREADS=1 on this oversubscribed box, batched LAPACK trsm calls were ~30x slower.)
 
 All functions are pure, jit-able and vmap-able, accept any leading batch shape and float32 or
 float64 scores, and run entirely on the device.
 """
 import functools
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 __all__ = ['entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals', 'sample', 'score']
-
-_BENCHMARK_NOTE = """
-Median ms on a 2-core CPU (float32, `python -m launch.benchmark trees --sizes=512x32,64x64,32x200
---repeats=5`): filled in by the benchmark section of the module docstring of launch/benchmarks/trees.py.
-"""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -236,7 +240,8 @@ def log_partition(arc_scores, root_scores, lengths=None, *, single_root=True):
     arc_scores: [..., n, n] float32/float64, `arc_scores[..., h, m]` log-potential of h -> m; -inf
       forbids the arc; the diagonal and padded entries are ignored.
     root_scores: [..., n] log-potentials of ROOT -> m.
-    lengths: None (all n words are real) or int [...] number of real words (0..n).
+    lengths: None (all n words are real) or int [...] number of real words (0..n; values outside
+      act as if clipped to that range, which cannot be checked under jit).
     single_root: exactly one word hangs from ROOT if True; any number if False.
 
   Returns:

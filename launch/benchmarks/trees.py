@@ -17,7 +17,11 @@ ended with `block_until_ready`:
 * `ts ...`: torch-struct's `NonProjectiveDependencyCRF` / `DependencyCRF` when `torch_struct` is
   importable (skipped with a note otherwise).
 * `ref ...`: the figures quoted in the issue (H100, float32) for comparison, not measured here.
+
+On a small shared CPU set `OPENBLAS_NUM_THREADS=1`: JAX's CPU LU / triangular solves call LAPACK,
+and OpenBLAS threads on an oversubscribed machine made them ~30x slower in our measurements.
 """
+import os
 import statistics
 import time
 
@@ -127,6 +131,15 @@ def _maybe(fn, args, repeats):
     return 'n/a'
 
 
+class _Row(dict):
+  """A dict that logs every measurement as it is stored (progress for slow devices)."""
+
+  def __setitem__(self, column, value):
+    if column != 'size' and not column.startswith('ref '):
+      logging.info('%s %s: %s', self['size'], column, value)
+    super().__setitem__(column, value)
+
+
 def _torch_struct_columns(batch, length, arc, root, repeats):
   """torch-struct timings (marginals, +grad, projective marginals) in ms, or None if unavailable."""
   try:
@@ -194,7 +207,7 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
     root = jax.random.normal(keys[1], (batch, length), dtype)
     arc_w = jax.random.normal(keys[2], (batch, length, length), dtype)
     root_w = jax.random.normal(keys[3], (batch, length), dtype)
-    row = {'size': f'{batch}x{length}'}
+    row = _Row(size=f'{batch}x{length}')
     row['ours marg'] = time_ms(ours_marg, (arc, root), repeats)
     row['inv-AD marg'] = time_ms(inv_marg, (arc, root), repeats)
     row['naive marg'] = time_ms(naive_marg, (arc, root), repeats)
@@ -248,5 +261,7 @@ def main(argv):
         f'repeats: {benchmarks.REPEATS.value}, jax {jax.__version__}; median ms (MiB for memory columns)')
   if not any('ts marg' in row for row in rows):
     print('torch-struct: not importable here, its columns are skipped (pip install torch-struct to add them)')
+  if jax.devices()[0].platform == 'cpu' and 'OPENBLAS_NUM_THREADS' not in os.environ:
+    print('note: on a small shared CPU, OPENBLAS_NUM_THREADS=1 avoids oversubscribed LAPACK threads')
   print('"ref ..." columns: figures quoted in the issue (H100, float32; TurboParser on CPU), not measured here')
   print(format_table(rows))
