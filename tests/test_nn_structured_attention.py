@@ -193,6 +193,15 @@ def test_sow_prefix_and_none_passthrough():
   assert names == {'sentence_arc_scores', 'sentence_root_scores', 'sentence_lengths',
                    'sentence_arc_marginals', 'sentence_root_marginals'}
   assert jsnn.find_intermediates(state)['sentence_arc_scores'].shape == (len(LENGTHS), T, T)
+  # Stacked texts sown under one prefix per block of rows.
+  _, split = jax.jit(lambda v, h: module.apply(v, h, LENGTHS, sow_splits=(('a_', 2), ('b_', 3)),
+                                               mutable=['intermediates']))(variables, hidden)
+  split, whole = jsnn.find_intermediates(split), jsnn.find_intermediates(state)
+  np.testing.assert_array_equal(split['a_arc_marginals'], whole['sentence_arc_marginals'][:2])
+  np.testing.assert_array_equal(split['b_root_scores'], whole['sentence_root_scores'][2:])
+  np.testing.assert_array_equal(split['b_lengths'], LENGTHS[2:])
+  with pytest.raises(ValueError, match='do not add up'):
+    module.apply(variables, hidden, LENGTHS, sow_splits=(('a_', 2),))
   none = jsnn.StructuredAttention(semantic_size=SEMANTIC, normalizer='none')
   assert none.init(jax.random.key(0), hidden, LENGTHS) == {}
   np.testing.assert_array_equal(none.apply({}, hidden, LENGTHS), hidden)

@@ -55,13 +55,14 @@ class _Encoder(nn.Module):
 
   @nn.compact
   def __call__(self, x: jax.Array, lengths: jax.Array, *, train: bool, sow_prefix: str = '',
-               ) -> jax.Array:
+               sow_splits=()) -> jax.Array:
     normalizer = _normalizer(self.attention, self.attention_key)
     hidden = jsnn.BiLSTM(self.hidden_size, num_layers=self.num_layers, name='bilstm')(
         x, lengths, deterministic=not train)
     return jsnn.StructuredAttention(self.semantic_size, normalizer=normalizer,
                                     single_root=self.single_root, name='attention')(
-                                        hidden, lengths, sow_prefix=sow_prefix)
+                                        hidden, lengths, sow_prefix=sow_prefix,
+                                        sow_splits=sow_splits)
 
 
 def _classifier(x: jax.Array, mlp_hidden: int, num_classes: int, dropout_rate: float, train: bool,
@@ -182,7 +183,9 @@ class DocumentClassifier(nn.Module):
 class PairClassifier(nn.Module):
   """Natural language inference model of sec. 4.1 (Table 1).
 
-  A shared encoder (embeddings -> BiLSTM -> intra-sentence `attention`) gives r^p [n, D] and r^h [m, D];
+  A shared encoder (embeddings -> BiLSTM -> intra-sentence `attention`) gives r^p [n, D] and r^h [m, D]
+  (premises and hypotheses are padded to max(n, m) and encoded in ONE pass over the stacked [2B, .]
+  batch; the sown `premise_*` / `hypothesis_*` structures therefore have that common length);
   then, with F, G, H two-layer ReLU perceptrons (Parikh et al. 2016):
     o_ij = F(r^p_i)^T F(r^h_j)                                  (eq. 20)
     rbar^p_i = [r^p_i, sum_j softmax_j(o_ij) r^h_j]             (eq. 21)
@@ -219,10 +222,15 @@ class PairClassifier(nn.Module):
                                dropout_rate=self.dropout_rate, name='embed')
     encoder = _Encoder(self.hidden_size, self.semantic_size, self.attention, 'attention',
                        num_layers=self.num_layers, single_root=self.single_root, name='encoder')
-    premise = encoder(embed(batch['premise'], deterministic=not train), premise_lengths, train=train,
-                      sow_prefix='premise_')
-    hypothesis = encoder(embed(batch['hypothesis'], deterministic=not train), hypothesis_lengths,
-                         train=train, sow_prefix='hypothesis_')
+    batch_size, n = batch['premise'].shape
+    m = batch['hypothesis'].shape[1]
+    width = max(n, m)
+    tokens = jnp.concatenate([jnp.pad(batch['premise'], ((0, 0), (0, width - n))),
+                              jnp.pad(batch['hypothesis'], ((0, 0), (0, width - m)))], 0)
+    encoded = encoder(embed(tokens, deterministic=not train),
+                      jnp.concatenate([premise_lengths, hypothesis_lengths], 0), train=train,
+                      sow_splits=(('premise_', batch_size), ('hypothesis_', batch_size)))
+    premise, hypothesis = encoded[:batch_size, :n], encoded[batch_size:, :m]
 
     def mlp(name):
       return jsnn.MLP((self.mlp_hidden, self.mlp_hidden), dropout_rate=self.dropout_rate, name=name)

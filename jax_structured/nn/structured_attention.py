@@ -15,6 +15,8 @@ expected representation of its parent (eq. 16) and of its children (eq. 17):
   normalised over k ("simple attention"); parents/children contexts follow eqs. 16-17 unchanged;
 - 'none': no attention; the BiLSTM outputs are returned unchanged (the "no attention" baselines).
 """
+from typing import Sequence
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -80,13 +82,17 @@ class StructuredAttention(nn.Module):
   single_root: bool = True
 
   @nn.compact
-  def __call__(self, hidden: jax.Array, lengths: jax.Array, *, sow_prefix: str = '') -> jax.Array:
+  def __call__(self, hidden: jax.Array, lengths: jax.Array, *, sow_prefix: str = '',
+               sow_splits: Sequence[tuple[str, int]] = ()) -> jax.Array:
     """Updates BiLSTM outputs with structured attention.
 
     Args:
       hidden: h [..., n, 2H] BiLSTM outputs (forward half first), any leading batch shape.
       lengths: int [...], number of real words (0 allowed: an empty sequence gives zeros).
       sow_prefix: prefix of the sown names, e.g. 'sentence_' or 'document_'.
+      sow_splits: for inputs that stack several texts along the first axis: ((prefix, rows), ...)
+        sows rows [0, rows_0) under prefix_0, the next rows_1 rows under prefix_1, ... (instead of
+        `sow_prefix`), e.g. (('premise_', B), ('hypothesis_', B)).
 
     Returns:
       r [..., n, 2 * semantic_size] (eq. 18), zero at padded positions; for normalizer 'none' the
@@ -117,8 +123,18 @@ class StructuredAttention(nn.Module):
     combined = jnp.concatenate([semantic, parents, children], axis=-1)
     outputs = jnp.tanh(nn.Dense(k_e, name='output')(combined))  # r_i, eq. 18
     outputs = masks.masked_fill(outputs, masks.sequence_mask(lengths, hidden.shape[-2]))
-    for name, value in (('arc_scores', arc_scores), ('root_scores', root_scores),
-                        ('lengths', lengths), ('arc_marginals', arc_marginals),
-                        ('root_marginals', root_marginals)):
-      self.sow('intermediates', sow_prefix + name, value)
+    sown = (('arc_scores', arc_scores), ('root_scores', root_scores), ('lengths', lengths),
+            ('arc_marginals', arc_marginals), ('root_marginals', root_marginals))
+    if not sow_splits:
+      for name, value in sown:
+        self.sow('intermediates', sow_prefix + name, value)
+      return outputs
+    if sum(rows for _, rows in sow_splits) != hidden.shape[0]:
+      raise ValueError(f'sow_splits {tuple(sow_splits)} do not add up to the {hidden.shape[0]} '
+                       'stacked rows')
+    start = 0
+    for prefix, rows in sow_splits:
+      for name, value in sown:
+        self.sow('intermediates', prefix + name, value[start:start + rows])
+      start += rows
     return outputs
