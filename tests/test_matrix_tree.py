@@ -410,3 +410,28 @@ def test_bad_input_errors():
     trees.sample(jax.random.key(0), arc, np.zeros((2, 3)), num_samples=0)
   assert _matrix_tree.__all__ == ['entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
                                   'sample', 'score']
+
+
+def test_benchmark_launcher_and_baselines():
+  """`python -m launch.benchmark` resolves modules generically; the trees baselines agree with ours."""
+  from launch import benchmark  # pylint: disable=g-import-not-at-top
+  from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
+  assert 'trees' in benchmark.known_benchmarks()
+  assert benchmark.load_benchmark('trees') is trees_benchmark
+  with pytest.raises(ValueError, match=r"unknown benchmark 'nope'; known benchmarks: .*trees"):
+    benchmark.load_benchmark('nope')
+  assert benchmark._benchmark_name(['prog', '--repeats=2', 'trees', '--sizes=2x3']) == 'trees'
+  assert trees_benchmark.parse_sizes('512x32, 4x200') == [(512, 32), (4, 200)]
+  with pytest.raises(ValueError, match="--sizes item '4x' is not BATCHxLENGTH"):
+    trees_benchmark.parse_sizes('2x3,4x')
+  rng = np.random.default_rng(8)
+  arc, root, lens = _random_problem(rng, [5, 2], 5)
+  expected = trees.marginals(arc, root, lens)
+  for baseline in (trees_benchmark.naive_marginals, trees_benchmark.inverse_autodiff_marginals):
+    got = jax.jit(baseline)(arc, root, lens)
+    np.testing.assert_allclose(got[0] * (1 - np.eye(5)), expected[0], atol=1e-10)
+    np.testing.assert_allclose(got[1], expected[1], atol=1e-10)
+  rows = trees_benchmark.run([(2, 3)], repeats=1, dtype='float64')
+  assert rows[0]['size'] == '2x3' and isinstance(rows[0]['ours +grad'], float)
+  table = trees_benchmark.format_table(rows)
+  assert table.splitlines()[0].split()[:3] == ['size', 'ours', 'marg']
