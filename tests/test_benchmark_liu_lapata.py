@@ -70,6 +70,12 @@ def test_config_loading_and_variants():
   variant = liu_lapata.variant_config(base, {'sentence_attention': 'none'}, {'hidden_size': 8})
   assert variant.model.sentence_attention == 'none' and variant.model.hidden_size == 8
   assert base.model.sentence_attention == 'structured' and base.model.hidden_size == 100
+  # The config's own variant keys apply first, then the attention keys, then the overrides.
+  none = liu_lapata.variant_config(base, {'sentence_attention': 'none', 'document_attention': 'none'},
+                                   {}, 'none')
+  assert none.model.hidden_size == 75 and none.model.document_attention == 'none'
+  assert liu_lapata.variant_config(base, {}, {'hidden_size': 8}, 'none').model.hidden_size == 8
+  assert liu_lapata.variant_config(base, {}, {}, 'not_a_variant').model.hidden_size == 100
 
 
 def _log_softmax(x):

@@ -28,9 +28,10 @@ with `block_until_ready`), on random batches of the padded shapes below:
   normaliser alone (softmax / matrix-tree / projective inside-outside), of the whole attention layer
   (eqs. 7-18) with each normaliser, and of the LU + inverse at the core of the matrix-tree marginals.
 
-Models and optimisers come from `configs/liu_lapata/snli.py` and `configs/liu_lapata/yelp.py`
-(`config.model`, `config.optimizer`) when those files exist, otherwise from the paper's settings
-written out below (`paper_snli_config`, `paper_document_config`); the printout says which.
+Models and optimisers come from `configs/liu_lapata/snli.py` and `configs/liu_lapata/yelp13.py`
+(`config.model` with the per-variant keys of `config.variants`, and `config.optimizer`) when those
+files exist, otherwise from the paper's settings written out below (`paper_snli_config`,
+`paper_document_config`); the printout says which.
 Word embeddings are random (same cost as pretrained ones) with `--vocab_size` rows and are trained,
 as in the paper, so the Adagrad update touches the whole table every step.
 
@@ -105,15 +106,16 @@ GOAL_DEVICE = 'H100'
 SNLI_VARIANTS = (('none', 'no attention', 'none'), ('simple', 'simple attention', 'simple'),
                  ('structured', 'matrix inversion', 'structured'),
                  ('inside_outside', 'inside-outside', 'inside_outside'))
-# key, label, sentence_attention, document_attention (Table 4; the single-level structured variants
-# have no attention on the other level: 842K parameters vs 860K for both levels and simple).
+# key, label, sentence_attention, document_attention, name in the config's `variants` (Table 4; the
+# single-level structured variants have no attention on the other level: 842K parameters vs 860K for
+# both levels and simple). Inside-outside is not a Table 4 row (footnote 4: 5 hours per epoch).
 DOCUMENT_VARIANTS = (
-    ('none', 'no attention', 'none', 'none'),
-    ('simple', 'simple attention', 'simple', 'simple'),
-    ('structured_sentence', 'structured (sentence)', 'structured', 'none'),
-    ('structured_document', 'structured (document)', 'none', 'structured'),
-    ('structured', 'structured (both)', 'structured', 'structured'),
-    ('inside_outside', 'inside-outside (both)', 'inside_outside', 'inside_outside'),
+    ('none', 'no attention', 'none', 'none', 'none'),
+    ('simple', 'simple attention', 'simple', 'simple', 'simple'),
+    ('structured_sentence', 'structured (sentence)', 'structured', 'none', 'sentence'),
+    ('structured_document', 'structured (document)', 'none', 'structured', 'document'),
+    ('structured', 'structured (both)', 'structured', 'structured', 'both'),
+    ('inside_outside', 'inside-outside (both)', 'inside_outside', 'inside_outside', None),
 )
 
 
@@ -215,6 +217,7 @@ def paper_document_config() -> ml_collections.ConfigDict:
   config.optimizer.name = 'adagrad'
   config.optimizer.learning_rate = 0.05
   config.optimizer.weight_decay = 1e-4
+  config.variants = ml_collections.ConfigDict({'none': {'model': {'hidden_size': 75}}})  # "75D"
   return config
 
 
@@ -239,10 +242,16 @@ def load_config(names: Sequence[str], fallback: Callable[[], ml_collections.Conf
 
 
 def variant_config(config: ml_collections.ConfigDict, attention: Mapping[str, str],
-                   overrides: Mapping[str, Any]) -> ml_collections.ConfigDict:
-  """A copy of `config` with `config.model` updated by the variant's attention keys and `overrides`."""
+                   overrides: Mapping[str, Any], variant: Optional[str] = None,
+                   ) -> ml_collections.ConfigDict:
+  """A copy of `config` whose `config.model` is updated, in order, by the model keys of
+  `config.variants[variant]` (when the config defines that variant: e.g. the 75-d "no attention" row
+  of Table 4), the variant's attention keys, and `overrides`."""
   config = ml_collections.ConfigDict(config.to_dict())
   model = config.model.to_dict()
+  variants = config.get('variants') or {}
+  if variant is not None and variant in variants:
+    model.update(dict(variants[variant].get('model', {})))
   model.update(attention)
   model.update(overrides)
   config.model = ml_collections.ConfigDict(model)
@@ -398,8 +407,8 @@ def run_snli(config: ml_collections.ConfigDict, sizes: Sequence[tuple[int, int, 
     size_rows = []
     for key, label, attention in variants:
       logging.info('SNLI %s at %dx%dx%d', key, batch_size, premise, hypothesis)
-      bench = build_bench(variant_config(config, {'attention': attention}, overrides or {}), 'pair',
-                          batch, vocab_size=vocab_size, num_classes=SNLI_CLASSES, dtype=dtype)
+      bench = build_bench(variant_config(config, {'attention': attention}, overrides or {}, key),
+                          'pair', batch, vocab_size=vocab_size, num_classes=SNLI_CLASSES, dtype=dtype)
       train_s, train_first = median_seconds(bench.train, repeats)
       infer_s, infer_first = median_seconds(bench.evaluate, repeats)
       paper_max, paper_avg = PAPER_SNLI[key]
@@ -443,14 +452,16 @@ def run_documents(config: ml_collections.ConfigDict, batch_size: int, doc_shape:
   batch = document_batch(np.random.default_rng([seed, batch_size, sentences, words]), batch_size,
                          sentences, words, vocab_size)
   rows = []
-  for key, label, sentence_attention, document_attention in variants:
+  for key, label, sentence_attention, document_attention, config_variant in variants:
     logging.info('documents %s at %dx%dx%d', key, batch_size, sentences, words)
     attention = {'sentence_attention': sentence_attention, 'document_attention': document_attention}
-    bench = build_bench(variant_config(config, attention, overrides or {}), 'document', batch,
-                        vocab_size=vocab_size, num_classes=YELP_CLASSES, dtype=dtype)
+    variant = variant_config(config, attention, overrides or {}, config_variant)
+    bench = build_bench(variant, 'document', batch, vocab_size=vocab_size, num_classes=YELP_CLASSES,
+                        dtype=dtype)
     step_s, first = median_seconds(bench.train, repeats)
     rows.append({'size': f'{batch_size}x{sentences}x{words}', 'model': label, 'key': key,
-                 's/step': step_s, 'docs/s': batch_size / step_s,
+                 'hidden': variant.model.get('hidden_size', '-'), 's/step': step_s,
+                 'docs/s': batch_size / step_s,
                  'Yelp epoch min': epoch_minutes(batch_size / step_s), 'compile s': first - step_s,
                  'paper epoch min': PAPER_EPOCH_MINUTES.get(key, '-')})
   simple = next((r for r in rows if r['key'] == 'simple'), None)
@@ -611,7 +622,7 @@ def run(parts: Sequence[str], *, sizes: Sequence[tuple[int, int, int]], batch_si
              'times.')
   out = {'snli': [], 'document': [], 'breakdown': [], 'sources': {}}
   snli_config, snli_source = load_config(('snli',), paper_snli_config)
-  doc_config, doc_source = load_config(('yelp',), paper_document_config)
+  doc_config, doc_source = load_config(('yelp13', 'yelp'), paper_document_config)
   out['sources'] = {'snli': snli_source, 'document': doc_source}
   if 'snli' in parts:
     print_fn(f'\nSNLI pair classifier (Table 2), model + optimiser from {snli_source}: '
