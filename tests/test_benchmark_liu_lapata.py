@@ -125,6 +125,14 @@ def test_add_ratios():
   assert no_simple[0]['train x simple'] == '-'
 
 
+def test_interleaved_medians():
+  order = []
+  times = liu_lapata.interleaved_medians({'a': lambda: order.append('a'), 'b': lambda: order.append('b')},
+                                         repeats=3)
+  assert order == ['a', 'b'] * 4  # one warm-up call each, then 3 round-robin rounds
+  assert set(times) == {'a', 'b'} and all(m >= 0 and f >= 0 for m, f in times.values())
+
+
 def test_epoch_minutes_and_goal_lines():
   assert liu_lapata.epoch_minutes(335_000 / 60.0) == pytest.approx(1.0)
   assert liu_lapata.epoch_minutes(100.0, documents=6000) == pytest.approx(1.0)
@@ -164,3 +172,16 @@ def test_tiny_end_to_end_run():
   with pytest.raises(ValueError, match='chart'):
     liu_lapata.run(['chart'], sizes=[(2, 4, 3)], batch_size=2, doc_shape=(2, 3), repeats=1,
                    vocab_size=13)
+
+
+def test_breakdown_rows():
+  rows = liu_lapata.run_breakdown(2, 4, hidden_size=4, semantic_size=3, input_size=5, repeats=1,
+                                  normalizers=('matrix_tree',))
+  by_name = {row['component']: row for row in rows}
+  assert list(by_name) == ['BiLSTM 5->2x4', 'matrix_tree normaliser', 'matrix_tree layer (eqs. 7-18)',
+                           'LU + inverse (matrix-tree core)']
+  for normalizer in ('matrix_tree',):
+    alone, whole = by_name[f'{normalizer} normaliser'], by_name[f'{normalizer} layer (eqs. 7-18)']
+    assert alone['share of layer fwd'] == pytest.approx(alone['fwd ms'] / whole['fwd ms'])
+    assert alone['share of layer fwd+bwd'] == pytest.approx(alone['fwd+bwd ms'] / whole['fwd+bwd ms'])
+  assert all(row['fwd ms'] > 0 and row['fwd+bwd ms'] > 0 for row in rows)

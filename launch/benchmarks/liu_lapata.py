@@ -301,20 +301,26 @@ def document_batch(rng: np.random.Generator, batch: int, sentences: int, words: 
 # Timing the real train / eval steps.
 
 
-def median_seconds(call: Callable[[], Any], repeats: int) -> tuple[float, float]:
-  """(median wall seconds of `call()` over `repeats` calls, seconds of the first (compile) call).
-
-  Every call is ended with `jax.block_until_ready` on its result.
-  """
+def _timed(call: Callable[[], Any]) -> float:
   start = time.perf_counter()
   jax.block_until_ready(call())
-  first = time.perf_counter() - start
-  times = []
+  return time.perf_counter() - start
+
+
+def interleaved_medians(calls: Mapping[Any, Callable[[], Any]], repeats: int,
+                        ) -> dict[Any, tuple[float, float]]:
+  """{name: (median wall seconds over `repeats` calls, seconds of the first (compile) call)}.
+
+  Every call is ended with `jax.block_until_ready` on its result. After one warm-up call of each,
+  the calls are timed round-robin (`repeats` rounds, each calling every entry once), so a slow spell
+  of a shared machine hits all of them alike and their ratios stay meaningful.
+  """
+  first = {name: _timed(call) for name, call in calls.items()}
+  times = {name: [] for name in calls}
   for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(call())
-    times.append(time.perf_counter() - start)
-  return statistics.median(times), first
+    for name, call in calls.items():
+      times[name].append(_timed(call))
+  return {name: (statistics.median(times[name]), first[name]) for name in calls}
 
 
 def _cast_floats(tree: Any, dtype: jnp.dtype) -> Any:
@@ -404,13 +410,16 @@ def run_snli(config: ml_collections.ConfigDict, sizes: Sequence[tuple[int, int, 
   for batch_size, premise, hypothesis in sizes:
     batch = snli_batch(np.random.default_rng([seed, batch_size, premise, hypothesis]), batch_size,
                        premise, hypothesis, vocab_size)
-    size_rows = []
-    for key, label, attention in variants:
+    calls = {}
+    for key, _, attention in variants:
       logging.info('SNLI %s at %dx%dx%d', key, batch_size, premise, hypothesis)
       bench = build_bench(variant_config(config, {'attention': attention}, overrides or {}, key),
                           'pair', batch, vocab_size=vocab_size, num_classes=SNLI_CLASSES, dtype=dtype)
-      train_s, train_first = median_seconds(bench.train, repeats)
-      infer_s, infer_first = median_seconds(bench.evaluate, repeats)
+      calls[key, 'train'], calls[key, 'infer'] = bench.train, bench.evaluate
+    times = interleaved_medians(calls, repeats)
+    size_rows = []
+    for key, label, _ in variants:
+      (train_s, train_first), (infer_s, infer_first) = times[key, 'train'], times[key, 'infer']
       paper_max, paper_avg = PAPER_SNLI[key]
       size_rows.append({
           'size': f'{batch_size}x{premise}x{hypothesis}', 'model': label, 'key': key,
@@ -451,16 +460,20 @@ def run_documents(config: ml_collections.ConfigDict, batch_size: int, doc_shape:
   sentences, words = doc_shape
   batch = document_batch(np.random.default_rng([seed, batch_size, sentences, words]), batch_size,
                          sentences, words, vocab_size)
-  rows = []
-  for key, label, sentence_attention, document_attention, config_variant in variants:
+  calls, hidden = {}, {}
+  for key, _, sentence_attention, document_attention, config_variant in variants:
     logging.info('documents %s at %dx%dx%d', key, batch_size, sentences, words)
     attention = {'sentence_attention': sentence_attention, 'document_attention': document_attention}
     variant = variant_config(config, attention, overrides or {}, config_variant)
-    bench = build_bench(variant, 'document', batch, vocab_size=vocab_size, num_classes=YELP_CLASSES,
-                        dtype=dtype)
-    step_s, first = median_seconds(bench.train, repeats)
+    hidden[key] = variant.model.get('hidden_size', '-')
+    calls[key] = build_bench(variant, 'document', batch, vocab_size=vocab_size,
+                             num_classes=YELP_CLASSES, dtype=dtype).train
+  times = interleaved_medians(calls, repeats)
+  rows = []
+  for key, label, *_ in variants:
+    step_s, first = times[key]
     rows.append({'size': f'{batch_size}x{sentences}x{words}', 'model': label, 'key': key,
-                 'hidden': variant.model.get('hidden_size', '-'), 's/step': step_s,
+                 'hidden': hidden[key], 's/step': step_s,
                  'docs/s': batch_size / step_s,
                  'Yelp epoch min': epoch_minutes(batch_size / step_s), 'compile s': first - step_s,
                  'paper epoch min': PAPER_EPOCH_MINUTES.get(key, '-')})
@@ -478,8 +491,8 @@ def _weighted_sum(outputs: Any, weights: Any) -> jax.Array:
   return sum(jnp.sum(o * w) for o, w in zip(jax.tree.leaves(outputs), jax.tree.leaves(weights)))
 
 
-def _fwd_and_grad_ms(fn: Callable, args: tuple, repeats: int, key: jax.Array) -> tuple[float, float]:
-  """Median ms of jit(fn)(*args) and of the value and gradient (w.r.t. every float argument) of a
+def _fwd_and_grad_calls(fn: Callable, args: tuple, key: jax.Array) -> tuple[Callable, Callable]:
+  """Calls of jit(fn)(*args) and of the value and gradient (w.r.t. every float argument) of a
   random weighted sum of its outputs."""
   forward = jax.jit(fn)
   weights = jax.tree.map(lambda o: jax.random.normal(key, o.shape, o.dtype),
@@ -487,13 +500,13 @@ def _fwd_and_grad_ms(fn: Callable, args: tuple, repeats: int, key: jax.Array) ->
   float_args = tuple(i for i, a in enumerate(args)
                      if all(jnp.issubdtype(x.dtype, jnp.floating) for x in jax.tree.leaves(a)))
   backward = jax.jit(jax.value_and_grad(lambda *a: _weighted_sum(fn(*a), weights), float_args))
-  fwd = 1e3 * median_seconds(lambda: forward(*args), repeats)[0]
-  grad = 1e3 * median_seconds(lambda: backward(*args), repeats)[0]
-  return fwd, grad
+  return lambda: forward(*args), lambda: backward(*args)
 
 
 def run_breakdown(batch: int, length: int, *, hidden_size: int, semantic_size: int, input_size: int,
-                  repeats: int, dtype: str = 'float32', seed: int = 0) -> list[dict[str, Any]]:
+                  repeats: int, dtype: str = 'float32', seed: int = 0,
+                  normalizers: Sequence[str] = ('softmax', 'matrix_tree', 'projective'),
+                  ) -> list[dict[str, Any]]:
   """Forward and forward+backward ms of the parts of one attention layer at [batch, length].
 
   Rows: the BiLSTM (`input_size` -> `hidden_size` per direction); for each normaliser (softmax,
@@ -504,12 +517,10 @@ def run_breakdown(batch: int, length: int, *, hidden_size: int, semantic_size: i
   dtype = jnp.dtype(dtype)
   keys = jax.random.split(jax.random.key(seed), 8)
   lengths = jnp.asarray(_lengths(np.random.default_rng(seed), (batch,), length))
-  rows = []
+  calls = {}
 
   def add(component, fn, args, key):
-    fwd, grad = _fwd_and_grad_ms(fn, args, repeats, key)
-    rows.append({'component': component, 'fwd ms': fwd, 'fwd+bwd ms': grad})
-    return rows[-1]
+    calls[component, 'fwd ms'], calls[component, 'fwd+bwd ms'] = _fwd_and_grad_calls(fn, args, key)
 
   x = jax.random.normal(keys[0], (batch, length, input_size), dtype)
   bilstm = jsnn.BiLSTM(hidden_size)
@@ -519,21 +530,27 @@ def run_breakdown(batch: int, length: int, *, hidden_size: int, semantic_size: i
   hidden = jax.random.normal(keys[3], (batch, length, 2 * hidden_size), dtype)
   arc = jax.random.normal(keys[4], (batch, length, length), dtype)
   root = jax.random.normal(keys[5], (batch, length), dtype)
-  for normalizer in ('softmax', 'matrix_tree', 'projective'):
-    alone = add(f'{normalizer} normaliser', functools.partial(
+  for normalizer in normalizers:
+    add(f'{normalizer} normaliser', functools.partial(
         lambda a, r, normalizer: jsnn.normalize_attention(a, r, lengths, normalizer),
         normalizer=normalizer), (arc, root), keys[6])
     layer = jsnn.StructuredAttention(semantic_size, normalizer=normalizer)
     layer_params = _cast_floats(layer.init(keys[1], hidden, lengths), dtype)
-    whole = add(f'{normalizer} layer (eqs. 7-18)', lambda p, h, layer=layer: layer.apply(p, h, lengths),
-                (layer_params, hidden), keys[7])
-    alone['share of layer fwd'] = alone['fwd ms'] / whole['fwd ms']
-    alone['share of layer fwd+bwd'] = alone['fwd+bwd ms'] / whole['fwd+bwd ms']
+    add(f'{normalizer} layer (eqs. 7-18)', lambda p, h, layer=layer: layer.apply(p, h, lengths),
+        (layer_params, hidden), keys[7])
   eye = jnp.eye(length, dtype=dtype)
   lap = jax.random.uniform(keys[4], (batch, length, length), dtype) + length * eye
   add('LU + inverse (matrix-tree core)', lambda m: _matrix_tree._lu_logdet_and_inverse(m), (lap,),
       keys[6])
-  return rows
+  times = interleaved_medians(calls, repeats)
+  rows = {}
+  for (component, column), (seconds, _) in times.items():
+    rows.setdefault(component, {'component': component})[column] = 1e3 * seconds
+  for normalizer in normalizers:
+    alone, whole = rows[f'{normalizer} normaliser'], rows[f'{normalizer} layer (eqs. 7-18)']
+    for column in ('fwd ms', 'fwd+bwd ms'):
+      alone[f'share of layer {column[:-3]}'] = alone[column] / whole[column]
+  return list(rows.values())
 
 
 # ----------------------------------------------------------------------------------------------
