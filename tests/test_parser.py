@@ -660,12 +660,7 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   config.train.num_steps = 3
   config.train.eval_every_steps = 3
   workdir = tmp_path / 'run'
-  try:
-    metrics = training.train_and_evaluate(config, str(workdir))
-  except KeyError as e:  # an integration gap between the UD loader and the trainer, not the parser
-    if "gave no 'validation' split" in str(e):
-      pytest.skip(f'UD loader split names do not match the trainer yet: {e}')
-    raise
+  metrics = training.train_and_evaluate(config, str(workdir))
   assert 0 <= metrics['validation']['las'] <= metrics['validation']['uas'] <= 1
   raw = tmp_path / 'in.txt'
   raw.write_text("The cat sat.\nA hearing is scheduled on the issue today.\nI don't like dogs.\n",
