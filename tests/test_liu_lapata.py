@@ -248,6 +248,11 @@ def test_validate_batch():
   bad = sentence_batch(rng, [2, 0], 3)
   with pytest.raises(ValueError, match=r"lengths'\]\[1\] = 0"):
     liu_lapata.validate_batch(bad, 'sentence')
+  del bad['example_mask']  # without a mask every example is real
+  with pytest.raises(ValueError, match=r"lengths'\]\[1\] = 0"):
+    liu_lapata.validate_batch(bad, 'sentence')
+  bad['lengths'][1] = 1
+  liu_lapata.validate_batch(bad, 'sentence')
   bad = pair_batch(rng, [2], [5], 2, 3)
   with pytest.raises(ValueError, match=r"hypothesis_lengths'\]\[0\] = 5 does not fit"):
     liu_lapata.validate_batch(bad, 'pair')

@@ -261,7 +261,7 @@ def validate_batch(batch: Mapping[str, Any], kind: str) -> None:
   Raises:
     ValueError naming the batch key and example index.
   """
-  mask = np.asarray(batch.get('example_mask', None) if 'example_mask' in batch else None)
+  example_mask = batch.get('example_mask')
   keys = {'sentence': [('tokens', 'lengths')], 'pair': [('premise', 'premise_lengths'),
                                                        ('hypothesis', 'hypothesis_lengths')],
           'document': [('tokens', 'num_sentences')]}
@@ -274,7 +274,7 @@ def validate_batch(batch: Mapping[str, Any], kind: str) -> None:
     lengths = np.asarray(batch[length_key])
     axis = -2 if kind == 'document' else -1
     limit = np.shape(batch[array_key])[axis]
-    real = np.ones(lengths.shape, bool) if mask.ndim == 0 else mask > 0
+    real = np.ones(lengths.shape, bool) if example_mask is None else np.asarray(example_mask) > 0
     bad = np.flatnonzero(real & (lengths <= 0))
     if bad.size:
       unit = 'sentences' if kind == 'document' else 'tokens'
