@@ -71,8 +71,9 @@ def _tree_by_rule(words, same_side=True):
     elif kind == 'noun':
       heads.append(verb)
     else:
-      nouns = [j for j, p in enumerate(parsed) if p[0] == 'noun' and p[1] == animal
-               and ((j < verb) == (i < verb)) == same_side]
+      nouns = [j for j, p in enumerate(parsed) if p[0] == 'noun' and p[1] == animal]
+      if len(nouns) == 2:  # a pair: the noun on the rule's side of the verb
+        nouns = [j for j in nouns if ((j < verb) == (i < verb)) == same_side]
       assert len(nouns) == 1, (words, i)
       heads.append(nouns[0])
   return np.array(heads)
@@ -145,6 +146,21 @@ def test_head_side_across():
     crossing.append(_crossing(e['heads']))
   assert 0.4 < np.mean([e['label'] for e in task.splits['train'].examples]) < 0.6
   assert np.mean(crossing) > 0.5  # every modifier's arc spans the verb
+
+
+def test_single_nouns_with_pair_rate():
+  task = data.load(_config(num_train=600, num_dev=5, num_test=5, pair_rate=0.5))
+  singles = 0
+  for w, e in zip(_words(task, 'train'), task.splits['train'].examples):
+    np.testing.assert_array_equal(_tree_by_rule(w), e['heads'])
+    assert _is_tree(e['heads']) and e['label'] == int(_matches(w, e['heads']) > 0)
+    animals = collections.Counter(p[1] for p in map(_split_word, w) if p[0] == 'noun')
+    assert set(animals.values()) <= {1, 2}
+    singles += sum(v == 1 for v in animals.values())
+    if e['label'] == 0:  # a modifier of a single noun never has its colour then
+      assert synthetic.label_from_tree(w, e['heads']) == 0
+  assert singles > 200
+  assert 0.4 < np.mean([e['label'] for e in task.splits['train'].examples]) < 0.6
 
 
 def _logistic_regression(x, y, l2=1e-2):
@@ -243,12 +259,16 @@ def test_bad_config_is_an_error():
     synthetic.validate_config(_config(min_length=11, max_length=9))
   with pytest.raises(ValueError, match='config.data.min_length'):
     synthetic.validate_config(_config(min_length=30, max_length=40))
+  for rate in (0.0, 1.5):
+    with pytest.raises(ValueError, match='config.data.pair_rate'):
+      synthetic.validate_config(_config(pair_rate=rate))
   with pytest.raises(ValueError, match='config.data.head_side'):
     synthetic.validate_config(_config(head_side='left'))
   with pytest.raises(ValueError, match='head_side'):
     synthetic.planted_heads(['cat-red', 'sees', 'cat-blue'], 'left')
-  with pytest.raises(ValueError, match="no noun 'cat' across"):
-    synthetic.planted_heads(["cat's-red", 'cat-red', 'sees'], 'across')
+  # A single noun of its class is the head of a modifier wherever it stands.
+  np.testing.assert_array_equal(synthetic.planted_heads(["cat's-red", 'cat-red', 'sees'], 'across'),
+                                [1, 2, -1])
   with pytest.raises(ValueError, match='label'):
     synthetic.generate_sentence(np.random.default_rng(0), label=2, **SIZES)
   with pytest.raises(ValueError, match='not a word'):
@@ -256,7 +276,7 @@ def test_bad_config_is_an_error():
   with pytest.raises(ValueError, match='exactly one verb'):
     synthetic.planted_heads(['cat-red', 'sees', 'cat-blue', 'likes'])
   with pytest.raises(ValueError, match="no noun 'dog'"):
-    synthetic.planted_heads(['cat-red', "dog's-red", 'sees', 'cat-blue', 'dog-red'])
+    synthetic.planted_heads(['cat-red', "dog's-red", 'sees', 'cat-blue'])
   with pytest.raises(ValueError, match='same side'):
     synthetic.planted_heads(['cat-red', 'cat-blue', 'sees'])
   # Names past the built-in lists are still parseable (larger vocabularies).

@@ -68,6 +68,8 @@ DEFAULTS: dict[str, Any] = {
     'num_keys': 8,             # animals (noun classes)
     'num_colours': 4,          # >= 3, so a modifier can have a colour that neither noun of its pair has
     'num_verbs': 4,            # vocabulary: num_verbs + 2 * num_keys * num_colours words
+    'pair_rate': 1.0,          # probability that an animal comes as a PAIR of nouns (the
+                               # distractor across the verb) rather than a single noun
     'head_side': 'same',       # a modifier's head: the noun of its class on the 'same' side of the
                                # verb, or the one 'across' the verb
     'bucket_boundaries': (),   # padded lengths; empty: one bucket of max_length (one compile)
@@ -173,44 +175,59 @@ def validate_config(config) -> dict[str, Any]:
   boundaries = tuple(int(b) for b in cfg['bucket_boundaries'])
   if boundaries and (list(boundaries) != sorted(set(boundaries)) or boundaries[0] < 1):
     raise ValueError(f'config.data.bucket_boundaries={boundaries} must be increasing positive ints')
+  if not 0.0 < float(cfg['pair_rate']) <= 1.0:
+    raise ValueError(f'config.data.pair_rate={cfg["pair_rate"]} must be in (0, 1] (label 0 needs '
+                     'pairs: without a distractor every colour coincidence is a match)')
   if cfg['head_side'] not in HEAD_SIDES:
     raise ValueError(f'config.data.head_side={cfg["head_side"]!r}; valid: {HEAD_SIDES}')
   cfg['bucket_boundaries'] = boundaries or (hi,)
   return cfg
 
 
-def _sample_bag(rng: np.random.Generator, *, num_keys: int, num_colours: int, num_verbs: int,
-                max_pairs: int, max_modifiers: int, min_length: int, max_length: int):
-  """The order-free content of a sentence: (verb, keys [P], noun_colours [P, 2], modifiers).
+def _sample_bag(rng: np.random.Generator, *, label: int, num_keys: int, num_colours: int,
+                num_verbs: int, max_pairs: int, max_modifiers: int, min_length: int, max_length: int,
+                pair_rate: float):
+  """The order-free content of a sentence: (verb, keys [A], noun_colours, modifiers).
 
-  `modifiers` is a list of (pair index, colour). Redrawn until the length fits and some modifier has
-  the colour of a noun of its pair (so that both labels have word orders).
+  `noun_colours[a]` lists the colours of the nouns of animal `a` (two different ones for a pair, one
+  for a single noun); `modifiers` is a list of (animal index, colour). Redrawn until the length fits
+  and the bag has a word order with label `label`: some modifier of a pair has the colour of a noun
+  of its pair (label 1 possible; without one only label 0 would be, and such bags are never used),
+  and, for label 0, no modifier of a single noun has its colour (that would force label 1). With
+  `pair_rate` 1 the bag does not depend on `label`.
   """
   while True:
-    num_pairs = int(rng.integers(1, max_pairs + 1))
-    counts = rng.integers(0, max_modifiers + 1, num_pairs)
-    length = 1 + 2 * num_pairs + int(counts.sum())
+    num_animals = int(rng.integers(1, max_pairs + 1))
+    paired = rng.random(num_animals) < pair_rate
+    counts = rng.integers(0, max_modifiers + 1, num_animals)
+    length = 1 + num_animals + int(paired.sum()) + int(counts.sum())
     if not min_length <= length <= max_length or counts.sum() == 0:
       continue
-    keys = rng.choice(num_keys, num_pairs, replace=False)
-    noun_colours = np.stack([rng.choice(num_colours, 2, replace=False) for _ in range(num_pairs)])
-    modifiers = [(p, int(rng.integers(num_colours))) for p in range(num_pairs)
-                 for _ in range(int(counts[p]))]
-    if any(c in noun_colours[p] for p, c in modifiers):
-      return int(rng.integers(num_verbs)), keys, noun_colours, modifiers
+    keys = rng.choice(num_keys, num_animals, replace=False)
+    noun_colours = [[int(c) for c in rng.choice(num_colours, 2 if paired[a] else 1, replace=False)]
+                    for a in range(num_animals)]
+    modifiers = [(a, int(rng.integers(num_colours))) for a in range(num_animals)
+                 for _ in range(int(counts[a]))]
+    verb = int(rng.integers(num_verbs))
+    open_choice = any(paired[a] and c in noun_colours[a] for a, c in modifiers)
+    forced_match = any(not paired[a] and c in noun_colours[a] for a, c in modifiers)
+    if (open_choice or forced_match) and not (label == 0 and forced_match):
+      return verb, keys, noun_colours, modifiers
 
 
 def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, num_colours: int,
                       num_verbs: int, max_pairs: int, max_modifiers: int, min_length: int,
-                      max_length: int, head_side: str = 'same') -> tuple[list[str], np.ndarray]:
+                      max_length: int, head_side: str = 'same', pair_rate: float = 1.0,
+                      ) -> tuple[list[str], np.ndarray]:
   """Samples one sentence of the colour-match grammar with the given label (module docstring).
 
-  The bag of words is drawn first, independently of `label`. Then the word order is drawn uniformly
-  among the orders with that label: the orientation of each pair (which of its nouns is the subject)
-  and the side of each modifier are fair coins, conditioned on the label (label 0: every modifier
-  with a colour of its pair stands on the side of the OTHER noun, by construction; label 1: redrawn
-  until some modifier stands on the side of the noun of its colour, probability >= 1/2 per draw);
-  the order within each side is a uniform permutation.
+  The bag of words is drawn first (`_sample_bag`; independently of `label` when `pair_rate` is 1).
+  Then the word order is drawn uniformly among the orders with that label: the orientation of each
+  pair (which of its nouns is the subject), the side of each single noun and of each modifier are
+  fair coins, conditioned on the label (label 0: every modifier with a colour of its pair stands
+  where its head is the OTHER noun of the pair, by construction; label 1: redrawn until some
+  modifier has the colour of its head, probability >= 1/2 per draw); the order within each side is
+  a uniform permutation.
 
   Args:
     rng: numpy random generator (consumed).
@@ -218,6 +235,7 @@ def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, nu
     num_keys, num_colours, num_verbs, max_pairs, max_modifiers, min_length, max_length: grammar
       sizes (see `DEFAULTS`).
     head_side: 'same' or 'across' (see `planted_heads`).
+    pair_rate: probability that an animal comes as a pair of nouns rather than a single noun.
 
   Returns:
     (words: list of str, heads: int32[n] with the planted tree, -1 = ROOT).
@@ -226,31 +244,35 @@ def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, nu
     raise ValueError(f'label={label!r} must be 0 or 1')
   if head_side not in HEAD_SIDES:
     raise ValueError(f'head_side={head_side!r}; valid: {HEAD_SIDES}')
-  across = int(head_side == 'across')  # modifier side s has its head on side s ^ across
+  across = int(head_side == 'across')  # a modifier on side s has its head on side s ^ across
   verb, keys, noun_colours, modifiers = _sample_bag(
-      rng, num_keys=num_keys, num_colours=num_colours, num_verbs=num_verbs, max_pairs=max_pairs,
-      max_modifiers=max_modifiers, min_length=min_length, max_length=max_length)
-  num_pairs = len(keys)
+      rng, label=label, num_keys=num_keys, num_colours=num_colours, num_verbs=num_verbs,
+      max_pairs=max_pairs, max_modifiers=max_modifiers, min_length=min_length,
+      max_length=max_length, pair_rate=pair_rate)
+  num_animals = len(keys)
   while True:
-    subject_noun = rng.integers(0, 2, num_pairs)  # pair p: noun subject_noun[p] stands before the verb
+    first_side = rng.integers(0, 2, num_animals)  # the side of the first noun of each animal
     sides = rng.integers(0, 2, len(modifiers))
-    # noun_side[p, j]: the side of noun j of pair p.
-    noun_side = np.where(np.arange(2)[None, :] == subject_noun[:, None], SUBJECT, OBJECT)
+    # noun_side[a][j]: the side of noun j of animal a (a pair's second noun is across the verb).
+    noun_side = [[int(first_side[a]), 1 - int(first_side[a])][:len(noun_colours[a])]
+                 for a in range(num_animals)]
+
+    def head_noun(a, side):  # index j of the head noun of a modifier of animal a on `side`
+      return noun_side[a].index(side ^ across) if side ^ across in noun_side[a] else 0
+
     if label == 0:
-      for i, (p, c) in enumerate(modifiers):
-        own = np.flatnonzero(noun_colours[p] == c)
-        if own.size:  # stand where the head is the other noun of the pair
-          sides[i] = noun_side[p, 1 - own[0]] ^ across
-    head_colour = [noun_colours[p, int(np.flatnonzero(noun_side[p] == s ^ across)[0])]
-                   for (p, _), s in zip(modifiers, sides)]
-    if int(any(c == h for (_, c), h in zip(modifiers, head_colour))) == label:
+      for i, (a, c) in enumerate(modifiers):
+        if len(noun_colours[a]) == 2 and c in noun_colours[a]:  # head: the other noun of the pair
+          sides[i] = noun_side[a][1 - noun_colours[a].index(c)] ^ across
+    matched = any(noun_colours[a][head_noun(a, int(s))] == c for (a, c), s in zip(modifiers, sides))
+    if int(matched) == label:
       break
   units = [[], []]
-  for p in range(num_pairs):
-    for j in range(2):
-      units[noun_side[p, j]].append(noun_name(int(keys[p]), int(noun_colours[p, j])))
-  for (p, c), s in zip(modifiers, sides):
-    units[int(s)].append(modifier_name(int(keys[p]), c))
+  for a in range(num_animals):
+    for j, colour in enumerate(noun_colours[a]):
+      units[noun_side[a][j]].append(noun_name(int(keys[a]), colour))
+  for (a, c), s in zip(modifiers, sides):
+    units[int(s)].append(modifier_name(int(keys[a]), c))
   words = ([units[SUBJECT][i] for i in rng.permutation(len(units[SUBJECT]))] + [verb_name(verb)]
            + [units[OBJECT][i] for i in rng.permutation(len(units[OBJECT]))])
   return words, planted_heads(words, head_side)
@@ -260,7 +282,8 @@ def planted_heads(words: Sequence[str], head_side: str = 'same') -> np.ndarray:
   """Recovers the planted tree from the token sequence alone (the grammar is deterministic).
 
   Rules: the verb hangs from ROOT, every noun from the verb, every modifier from the noun of its
-  class (animal) on its side of the verb (`head_side='same'`) or on the other side ('across').
+  class (animal) on its side of the verb (`head_side='same'`) or on the other side ('across'), or
+  from the only noun of its class when there is one noun of its class.
 
   Args:
     words: a sentence of the grammar.
@@ -271,7 +294,7 @@ def planted_heads(words: Sequence[str], head_side: str = 'same') -> np.ndarray:
 
   Raises:
     ValueError: if the words do not form a sentence of the grammar (not exactly one verb, an animal
-      twice on one side of the verb, a modifier without a noun of its class on its side).
+      twice on one side of the verb, a modifier without a noun of its class).
   """
   if head_side not in HEAD_SIDES:
     raise ValueError(f'head_side={head_side!r}; valid: {HEAD_SIDES}')
@@ -293,10 +316,11 @@ def planted_heads(words: Sequence[str], head_side: str = 'same') -> np.ndarray:
   for i, (kind, key, _) in enumerate(parsed):
     if kind == 'modifier':
       side = (SUBJECT if i < verb else OBJECT) ^ int(head_side == 'across')
+      if (side, key) not in nouns and (1 - side, key) in nouns:
+        side = 1 - side  # the only noun of its class
       if (side, key) not in nouns:
-        where = 'on its side of' if head_side == 'same' else 'across'
         raise ValueError(f'modifier {words[i]!r} at {i} has no noun {_name(KEY_NAMES, "k", key)!r} '
-                         f'{where} the verb to agree with: {list(words)}')
+                         f'to agree with: {list(words)}')
       heads[i] = nouns[side, key]
   return heads
 
@@ -331,6 +355,7 @@ def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str
   sizes = {k: int(cfg[k]) for k in ('num_keys', 'num_colours', 'num_verbs', 'max_pairs',
                                     'max_modifiers', 'min_length', 'max_length')}
   sizes['head_side'] = str(cfg['head_side'])
+  sizes['pair_rate'] = float(cfg['pair_rate'])
   out = []
   for _ in range(num_examples):
     label = int(rng.integers(2))
