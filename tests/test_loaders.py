@@ -82,7 +82,7 @@ def test_sst_fixture(fixtures_dir, tfds_dir):
   task = data.load(_config('sst', fixtures_dir / 'sst', tfds_dir))
   assert task.kind == 'sentence' and task.num_classes == 5
   trees = {s: _sst_nodes(fixtures_dir / 'sst' / f) for s, f in
-           [('train', 'train.txt'), ('dev', 'dev.txt'), ('test', 'test.txt')]}
+           [('train', 'train.txt'), ('validation', 'dev.txt'), ('test', 'test.txt')]}
   for split, nodes in trees.items():
     examples = task.splits[split].examples
     assert [e['label'] for e in examples] == [n[0][0] for n in nodes]
@@ -92,23 +92,23 @@ def test_sst_fixture(fixtures_dir, tfds_dir):
   # The vocabulary comes from train only.
   train_words = {w.lower() for n in trees['train'] for w in n[0][1]}
   assert set(task.vocab.tokens[2:]) == train_words
-  _all_once(task.splits['dev'])
+  _all_once(task.splits['validation'])
   # Phrases: every labelled node of the training trees.
   phrases = data.load(_config('sst', fixtures_dir / 'sst', tfds_dir, train_phrases=True))
   assert len(phrases.splits['train']) == sum(len(n) for n in trees['train'])
-  assert len(phrases.splits['dev']) == len(trees['dev'])
+  assert len(phrases.splits['validation']) == len(trees['validation'])
 
 
 @pytest.mark.shared_data
 def test_sst_shared_counts(shared_data, shared_tfds_dir):
   fine = data.load(_config('sst', shared_data / 'sst', shared_tfds_dir))
-  assert {s: len(v) for s, v in fine.splits.items()} == {'train': 8544, 'dev': 1101, 'test': 2210}
+  assert {s: len(v) for s, v in fine.splits.items()} == {'train': 8544, 'validation': 1101, 'test': 2210}
   counts = collections.Counter(e['label'] for e in fine.splits['train'].examples)
   assert [counts[i] for i in range(5)] == [1092, 2218, 1624, 2322, 1288]  # PROVENANCE.md
   binary = data.load(_config('sst', shared_data / 'sst', shared_tfds_dir, config='binary'))
   # The standard binary split (Socher et al. 2013; Tai et al. 2015).
-  assert {s: len(v) for s, v in binary.splits.items()} == {'train': 6920, 'dev': 872, 'test': 1821}
-  assert binary.skipped == {'train/neutral_root': 1624, 'dev/neutral_root': 229,
+  assert {s: len(v) for s, v in binary.splits.items()} == {'train': 6920, 'validation': 872, 'test': 1821}
+  assert binary.skipped == {'train/neutral_root': 1624, 'validation/neutral_root': 229,
                             'test/neutral_root': 389}
   _all_once(binary.splits['test'], batch_size=64)
 
@@ -120,11 +120,11 @@ def test_trec_fixture(fixtures_dir, tmp_path, tfds_dir):
   (manual / 'TREC_10.label').write_bytes(b'NUM:date When was Elvis born ?\n'
                                          b'HUM:ind Who wrote it ?\n')
   task = data.load(_config('trec', manual, tfds_dir, validation_fraction=0.25))
-  assert len(task.splits['train']) == 3 and len(task.splits['dev']) == 1
+  assert len(task.splits['train']) == 3 and len(task.splits['validation']) == 1
   assert len(task.splits['test']) == 2
   assert task.label_names == ['DESC', 'ENTY', 'HUM', 'NUM']  # held-out dev labels included
   fine = data.load(_config('trec', manual, tfds_dir, validation_fraction=0.0, config='fine'))
-  assert 'dev' not in fine.splits
+  assert 'validation' not in fine.splits
   # Kim's clean_str keeps the case for TREC; "sister\xf0city" is split at the non-ASCII byte.
   words = [fine.vocab.decode(e['tokens']) for e in fine.splits['train'].examples]
   assert ['What', 'sister', 'city', 'of', 'Tijuana', 'is', 'famous', '?'] in words
@@ -146,9 +146,9 @@ def test_trec_unseen_test_label_names_file_and_line(fixtures_dir, tfds_dir):
 @pytest.mark.shared_data
 def test_trec_shared(shared_data, shared_tfds_dir):
   task = data.load(_config('trec', shared_data / 'trec', shared_tfds_dir))
-  assert len(task.splits['train']) + len(task.splits['dev']) == 5452
-  assert len(task.splits['dev']) == 545 and len(task.splits['test']) == 500
-  counts = collections.Counter(task.label_names[e['label']] for s in ('train', 'dev')
+  assert len(task.splits['train']) + len(task.splits['validation']) == 5452
+  assert len(task.splits['validation']) == 545 and len(task.splits['test']) == 500
+  counts = collections.Counter(task.label_names[e['label']] for s in ('train', 'validation')
                                for e in task.splits[s].examples)
   assert counts == {'ABBR': 86, 'DESC': 1162, 'ENTY': 1250, 'HUM': 1223, 'LOC': 835, 'NUM': 896}
   test_counts = collections.Counter(task.label_names[e['label']]
@@ -156,10 +156,10 @@ def test_trec_shared(shared_data, shared_tfds_dir):
   assert test_counts == {'ABBR': 9, 'DESC': 138, 'ENTY': 94, 'HUM': 65, 'LOC': 81, 'NUM': 113}
   again = data.load(_config('trec', shared_data / 'trec', shared_tfds_dir))
   assert all(np.array_equal(a['tokens'], b['tokens'])
-             for a, b in zip(task.splits['dev'].examples, again.splits['dev'].examples))
+             for a, b in zip(task.splits['validation'].examples, again.splits['validation'].examples))
   other_seed = data.load(_config('trec', shared_data / 'trec', shared_tfds_dir, seed=1))
-  assert [len(e['tokens']) for e in other_seed.splits['dev'].examples] != [
-      len(e['tokens']) for e in task.splits['dev'].examples]
+  assert [len(e['tokens']) for e in other_seed.splits['validation'].examples] != [
+      len(e['tokens']) for e in task.splits['validation'].examples]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -184,7 +184,7 @@ def test_snli(fixtures_dir, tmp_path, tfds_dir):
   assert task.vocab.decode(train[0]['premise']) == ['A', 'dog', 'runs', '.']
   assert task.vocab.decode(train[0]['hypothesis']) == ['An', 'animal', 'moves', '.']
   assert task.skipped['train/no_gold_label'] == 1
-  assert task.skipped.get('dev/no_gold_label', 0) >= 1
+  assert task.skipped.get('validation/no_gold_label', 0) >= 1
   b = next(task.splits['train'].batches(2, shuffle=False))
   assert set(b) >= {'premise', 'premise_lengths', 'hypothesis', 'hypothesis_lengths', 'label'}
 
@@ -198,7 +198,7 @@ def test_quora(fixtures_dir, tfds_dir):
   assert [e['label'] for e in train] == [int(r[0]) for r in rows]
   assert [task.vocab.decode(e['premise']) for e in train] == [r[1].split() for r in rows]
   assert [task.vocab.decode(e['hypothesis']) for e in train] == [r[2].split() for r in rows]
-  assert len(task.splits['dev']) == 2 and len(task.splits['test']) == 1
+  assert len(task.splits['validation']) == 2 and len(task.splits['test']) == 1
 
 
 # --------------------------------------------------------------------------------------------------
@@ -226,7 +226,7 @@ def test_ptb_lm_shared_sizes(shared_data, shared_tfds_dir):
   assert len(task.vocab) == 10001
   # 887,521 words + 42,068 <eos> = the well-known 929k training tokens (PROVENANCE.md).
   assert len(task.splits['train'].examples[0]['tokens']) == 887521 + 42068
-  assert len(task.splits['dev'].examples[0]['tokens']) == 70390 + 3370
+  assert len(task.splits['validation'].examples[0]['tokens']) == 70390 + 3370
   assert len(task.splits['test'].examples[0]['tokens']) == 78669 + 3761
 
 
@@ -272,9 +272,9 @@ def test_universal_dependencies_shared_ewt(shared_data, shared_tfds_dir):
   task = data.load(_config('universal_dependencies', shared_data / 'ud_english_ewt',
                            shared_tfds_dir))
   # The standard EWT sizes (PROVENANCE.md): sentences and basic tokens per split.
-  assert {s: len(v) for s, v in task.splits.items()} == {'train': 12544, 'dev': 2001, 'test': 2077}
+  assert {s: len(v) for s, v in task.splits.items()} == {'train': 12544, 'validation': 2001, 'test': 2077}
   assert {s: sum(len(e['tokens']) for e in v.examples) for s, v in task.splits.items()} == {
-      'train': 204577, 'dev': 25147, 'test': 25094}
+      'train': 204577, 'validation': 25147, 'test': 25094}
   assert task.extras['tag_vocab'].tokens[2:] == sorted(
       'ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X'.split())
   root = task.extras['relation_vocab'].id('root')
@@ -301,8 +301,8 @@ def test_iwslt15_en_vi(fixtures_dir, tmp_path, tfds_dir):
   assert task.vocab.decode(first['source']) == ['Hello', 'world', '.']
   assert target_vocab.decode(first['target']) == ['<s>', 'Xin', 'chào', 'thế', 'giới', '.', '</s>']
   assert first['target'][0] == task.extras['bos_id'] and first['target'][-1] == task.extras['eos_id']
-  assert len(task.splits['dev']) == 2 and len(task.splits['test']) == 1
-  _all_once(task.splits['dev'], batch_size=2)
+  assert len(task.splits['validation']) == 2 and len(task.splits['test']) == 1
+  _all_once(task.splits['validation'], batch_size=2)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def test_text_classification(tmp_path, tfds_dir):
   assert docs.kind == 'document'
   assert [docs.vocab.decode(s) for s in docs.splits['train'].examples[0]['sentences']] == [
       ['good', 'film', '.'], ['i', 'liked', 'it', ',', 'e.g.', 'the', 'end', '.']]
-  assert [docs.label_names[e['label']] for e in docs.splits['dev'].examples] == ['pos', 'neg']
+  assert [docs.label_names[e['label']] for e in docs.splits['validation'].examples] == ['pos', 'neg']
   _all_once(docs.splits['train'], batch_size=2)
 
 
@@ -367,7 +367,7 @@ def test_text_classification_debian(shared_data, shared_tfds_dir):
   task = data.load(_config('text_classification', shared_data / 'debian_descriptions',
                            shared_tfds_dir, split_sentences=True))
   assert task.kind == 'document'
-  assert {s: len(v) for s, v in task.splits.items()} == {'train': 9761, 'dev': 1220, 'test': 1220}
+  assert {s: len(v) for s, v in task.splits.items()} == {'train': 9761, 'validation': 1220, 'test': 1220}
   assert task.label_names == sorted(['utils', 'net', 'science', 'admin', 'x11', 'text', 'games',
                                      'sound', 'graphics', 'web', 'math', 'mail', 'editors',
                                      'database', 'video', 'electronics'])
@@ -377,7 +377,7 @@ def test_text_classification_debian(shared_data, shared_tfds_dir):
   assert all(counts[i] >= 6 for i in range(2, len(task.vocab)))
   num_sentences = [len(e['sentences']) for e in task.splits['train'].examples]
   assert np.mean(num_sentences) > 2  # several sentences per description
-  shapes = {b['tokens'].shape for b in task.splits['dev'].batches(32, shuffle=True, seed=0)}
+  shapes = {b['tokens'].shape for b in task.splits['validation'].batches(32, shuffle=True, seed=0)}
   assert len(shapes) <= 25  # bucketed by sentence count and length
 
 

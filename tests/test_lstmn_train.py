@@ -32,21 +32,6 @@ def _config_module(name):
   return module
 
 
-@pytest.fixture
-def dev_as_validation(monkeypatch):
-  """The loaders name the dev split 'dev', the trainer reads 'validation' (reported to both owners):
-  until they agree, alias it here so training runs; a no-op once a loader returns 'validation'."""
-  real_load = data.load
-
-  def load(config):
-    task = real_load(config)
-    if 'validation' not in task.splits and 'dev' in task.splits:
-      task.splits['validation'] = task.splits['dev']
-    return task
-
-  monkeypatch.setattr(data, 'load', load)
-
-
 # --- configs -----------------------------------------------------------------------------------------
 
 OPTIONS = {
@@ -169,7 +154,7 @@ def _tiny_run(config, tmp_path, *, steps):
   return training.train_and_evaluate(config, str(tmp_path / 'workdir'))
 
 
-def test_ptb_lstmn_language_model_trains(shared_data, tmp_path, dev_as_validation):
+def test_ptb_lstmn_language_model_trains(shared_data, tmp_path):
   manual = tmp_path / 'ptb'
   manual.mkdir()
   for split, lines in (('train', 1500), ('valid', 60), ('test', 60)):
@@ -186,7 +171,7 @@ def test_ptb_lstmn_language_model_trains(shared_data, tmp_path, dev_as_validatio
   assert results['steps'] == 30
 
 
-def test_sst_lstmn_classifier_trains(shared_data, tmp_path, dev_as_validation):
+def test_sst_lstmn_classifier_trains(shared_data, tmp_path):
   manual = tmp_path / 'sst'
   manual.mkdir()
   _head(shared_data / 'sst' / 'train.txt', manual / 'train.txt', 120)
@@ -203,7 +188,7 @@ def test_sst_lstmn_classifier_trains(shared_data, tmp_path, dev_as_validation):
   assert dev['loss'] < math.log(5) - 0.1, dev  # fitted the training sentences beyond the label prior
 
 
-def test_snli_deep_fusion_trains_on_dev(shared_data, tmp_path, dev_as_validation, monkeypatch):
+def test_snli_deep_fusion_trains_on_dev(shared_data, tmp_path, monkeypatch):
   shared = tmp_path / 'snli_shared'
   shared.mkdir()
   for split in ('dev', 'test'):
@@ -213,7 +198,7 @@ def test_snli_deep_fusion_trains_on_dev(shared_data, tmp_path, dev_as_validation
   config.data.manual_dir = snli.dev_as_train_dir(shared, tmp_path / 'cache')
   results = _tiny_run(config, tmp_path, steps=10)
   task = data.load(config.data)
-  assert len(task.splits['train']) + len(task.splits['dev']) <= 200  # SNLI dev only, 10% held out
+  assert len(task.splits['train']) + len(task.splits['validation']) <= 200  # SNLI dev only, 10% held out
   assert all(math.isfinite(v) for v in (*results['validation'].values(), *results['test'].values()))
 
 

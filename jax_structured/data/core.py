@@ -75,7 +75,7 @@ class Vocabulary:
 
 @dataclasses.dataclass
 class Split:
-  """One split (train/dev/test) of encoded examples of one `kind`."""
+  """One split (train/validation/test) of encoded examples of one `kind`."""
   name: str
   kind: str
   examples: list[dict[str, Any]]
@@ -83,6 +83,9 @@ class Split:
   # kind 'lm' only: if set, `batches` gives contiguous stream batches of `num_steps` tokens
   # (`batching.lm_stream_batches`, Zaremba et al. 2014) instead of one row per example.
   num_steps: int | None = None
+  # kind 'lm' stream batches only: also give each row the `context` stream tokens before its window
+  # (`context [B, C]`), read by the model but not scored, so a stateless model sees across windows.
+  context: int = 0
 
   def __len__(self) -> int:
     return len(self.examples)
@@ -92,7 +95,8 @@ class Split:
     from jax_structured.data import batching  # pylint: disable=g-import-not-at-top
     return batching.make_batches(self.examples, self.kind, batch_size, shuffle=shuffle, seed=seed,
                                  epoch=epoch, num_shards=num_shards,
-                                 bucket_boundaries=self.bucket_boundaries, num_steps=self.num_steps)
+                                 bucket_boundaries=self.bucket_boundaries, num_steps=self.num_steps,
+                                 context=self.context)
 
 
 @dataclasses.dataclass

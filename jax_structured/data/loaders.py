@@ -70,7 +70,7 @@ LOADER_DEFAULTS: dict[str, dict[str, Any]] = {
     'trec': {'config': 'coarse', 'lowercase': False, 'clean': True, 'validation_fraction': 0.1},
     'snli': {'lowercase': False},
     'quora_qqp': {'lowercase': False},
-    'ptb_lm': {'lowercase': False, 'num_steps': 35},
+    'ptb_lm': {'lowercase': False, 'num_steps': 35, 'context': 0},
     'universal_dependencies': {'lowercase': False, 'tags': 'upos', 'strip_relation_subtypes': False},
     'iwslt15_en_vi': {'lowercase': False, 'max_length': 50, 'target_min_count': 1,
                       'target_max_vocab_size': 0},
@@ -150,7 +150,7 @@ def _tuple(value):
 # --------------------------------------------------------------------------------------------------
 # Shared steps
 
-_BUILDER_SPLITS = {'train': 'train', 'dev': 'validation', 'test': 'test'}
+_BUILDER_SPLITS = {'train': 'train', 'validation': 'validation', 'test': 'test'}  # ours -> the builders'
 
 
 def _data_dir(cfg) -> str:
@@ -185,10 +185,10 @@ def _read_splits(builder_name: str, cfg, builder_config: str | None
     for reason, count in counts.items():
       if count:
         skipped[f'{ours}/{reason}'] += int(count)
-  held_out = 'dev' not in raw and cfg['validation_fraction'] > 0
+  held_out = 'validation' not in raw and cfg['validation_fraction'] > 0
   if held_out:
-    raw['train'], raw['dev'] = _hold_out(raw['train'], cfg['validation_fraction'], cfg['seed'])
-  return {s: raw[s] for s in ('train', 'dev', 'test') if s in raw}, skipped, held_out
+    raw['train'], raw['validation'] = _hold_out(raw['train'], cfg['validation_fraction'], cfg['seed'])
+  return {s: raw[s] for s in ('train', 'validation', 'test') if s in raw}, skipped, held_out
 
 
 def _hold_out(examples: list, fraction: float, seed: int) -> tuple[list, list]:
@@ -249,7 +249,7 @@ def _locate(builder_name: str, cfg, builder_config, split: str, needle: str, ind
     cls = builders.BUILDERS[builder_name]
     files = cls.source_files(pathlib.Path(os.path.expanduser(cfg['manual_dir'])), builder_config)
     paths = files.get(_BUILDER_SPLITS.get(split, split), [])
-    if split == 'dev' and not paths:
+    if split == 'validation' and not paths:
       paths = files.get('train', [])  # held out from train
     quoted = re.escape(needle)
     tiers = [re.compile(rf'^"?{quoted}(?:"|\t|,|:|\s|$)'),
@@ -286,13 +286,14 @@ def _embeddings(cfg, vocab: core.Vocabulary, corpus: Callable[[], list[list[str]
 
 def _finish(name: str, kind: str, cfg, vocab, label_names, examples: dict[str, list],
             skipped: collections.Counter, embedding_corpus: Callable[[], list[list[str]]],
-            extras: dict | None = None, num_steps: int | None = None) -> core.TaskData:
+            extras: dict | None = None, num_steps: int | None = None,
+            context: int = 0) -> core.TaskData:
   matrix, coverage = _embeddings(cfg, vocab, embedding_corpus)
   extras = dict(extras or {})
   if coverage is not None:
     extras['embedding_coverage'] = coverage
   splits = {s: core.Split(s, kind, ex, bucket_boundaries=cfg['bucket_boundaries'],
-                          num_steps=num_steps) for s, ex in examples.items()}
+                          num_steps=num_steps, context=context) for s, ex in examples.items()}
   skipped = dict(sorted(skipped.items()))
   sizes = ', '.join(f'{s} {len(v)}' for s, v in examples.items())
   message = f'{name}: {sizes} examples; vocabulary {len(vocab)}; {len(label_names)} labels'
@@ -305,7 +306,7 @@ def _finish(name: str, kind: str, cfg, vocab, label_names, examples: dict[str, l
 
 def _label_names(data: dict[str, list], held_out: bool) -> list[str]:
   """Label names of the training examples (and of a dev part held out from train)."""
-  splits = ['train'] + (['dev'] if held_out else [])
+  splits = ['train'] + (['validation'] if held_out else [])
   return _sorted_labels(y for s in splits for _, y in data.get(s, []))
 
 
@@ -364,7 +365,7 @@ def load_sst(config) -> core.TaskData:
   examples = {s: [{'tokens': vocab.encode(t), 'label': y} for t, y in items]
               for s, items in data.items()}
   return _finish('sst', 'sentence', cfg, vocab, SST_LABELS[cfg['config']], examples, skipped,
-                 lambda: [t for s in ('train', 'dev') for t, _ in data.get(s, [])])
+                 lambda: [t for s in ('train', 'validation') for t, _ in data.get(s, [])])
 
 
 @registry.register('trec')
@@ -405,7 +406,7 @@ def _classification(name, builder_name, builder_config, cfg, data, skipped,
                                builder_name=builder_name, builder_config=builder_config)}
         for i, (t, y) in enumerate(items)]
   return _finish(name, 'sentence', cfg, vocab, label_names, examples, skipped,
-                 lambda: [t for s in ('train', 'dev') for t, _ in data.get(s, [])])
+                 lambda: [t for s in ('train', 'validation') for t, _ in data.get(s, [])])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -469,7 +470,7 @@ def _pairs(name, cfg, data, label_names, skipped) -> core.TaskData:
   examples = {s: [{'premise': vocab.encode(p), 'hypothesis': vocab.encode(h), 'label': y}
                   for p, h, y in items] for s, items in data.items()}
   return _finish(name, 'pair', cfg, vocab, label_names, examples, skipped,
-                 lambda: [t for s in ('train', 'dev') for p, h, _ in data.get(s, []) for t in (p, h)])
+                 lambda: [t for s in ('train', 'validation') for p, h, _ in data.get(s, []) for t in (p, h)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -485,11 +486,15 @@ def load_ptb_lm(config) -> core.TaskData:
   Every line becomes its words followed by `<eos>` (the data is used as is: it already maps rare
   words to `<unk>`, which is our UNK id). With `num_steps > 0` each split is one stream, batched
   contiguously (`batching.lm_stream_batches`, Zaremba et al. 2014); with `num_steps = 0` every
-  sentence is one example (`inputs`/`targets` within the sentence).
+  sentence is one example (`inputs`/`targets` within the sentence). `context > 0` (stream batches
+  only) adds the `context` tokens before each window to the batch (`context [B, C]`), so a model that
+  carries no state between steps still reads across window boundaries.
   """
   cfg = validate_config(config, 'ptb_lm')
   if cfg['num_steps'] < 0:
     raise ValueError(f'config.data.num_steps={cfg["num_steps"]} must be >= 0')
+  if cfg['context'] < 0 or (cfg['context'] and not cfg['num_steps']):
+    raise ValueError(f'config.data.context={cfg["context"]} must be >= 0 and needs num_steps > 0')
   raw, skipped, _ = _read_splits('ptb_lm', cfg, None)
   data = {}
   for split, records in raw.items():
@@ -505,8 +510,8 @@ def load_ptb_lm(config) -> core.TaskData:
   else:
     examples = {s: [{'tokens': vocab.encode(line)} for line in lines] for s, lines in data.items()}
   return _finish('ptb_lm', 'lm', cfg, vocab, [], examples, skipped,
-                 lambda: [line for s in ('train', 'dev') for line in data.get(s, [])],
-                 num_steps=cfg['num_steps'] or None)
+                 lambda: [line for s in ('train', 'validation') for line in data.get(s, [])],
+                 num_steps=cfg['num_steps'] or None, context=cfg['context'])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -566,7 +571,7 @@ def load_universal_dependencies(config) -> core.TaskData:
               for s, records in data.items()},
   }
   return _finish('universal_dependencies', 'parse', cfg, vocab, [], examples, skipped,
-                 lambda: [words(r) for s in ('train', 'dev') for r in data.get(s, [])],
+                 lambda: [words(r) for s in ('train', 'validation') for r in data.get(s, [])],
                  extras=extras)
 
 
@@ -630,7 +635,7 @@ def load_iwslt15_en_vi(config) -> core.TaskData:
   extras = {'source_vocab': source_vocab, 'target_vocab': target_vocab,
             'bos_id': target_vocab.id(BOS), 'eos_id': target_vocab.id(EOS_TARGET)}
   return _finish('iwslt15_en_vi', 'translation', cfg, source_vocab, [], examples, skipped,
-                 lambda: [a for s in ('train', 'dev') for a, _ in data.get(s, [])], extras=extras)
+                 lambda: [a for s in ('train', 'validation') for a, _ in data.get(s, [])], extras=extras)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -731,7 +736,7 @@ def _documents(name, builder_name, builder_config, cfg, data, skipped, held_out)
                                builder_name=builder_name, builder_config=builder_config)}
         for i, (doc, y) in enumerate(items)]
   return _finish(name, 'document', cfg, vocab, label_names, examples, skipped,
-                 lambda: [s for sp in ('train', 'dev') for doc, _ in data.get(sp, []) for s in doc])
+                 lambda: [s for sp in ('train', 'validation') for doc, _ in data.get(sp, []) for s in doc])
 
 
 @registry.register('text_classification')

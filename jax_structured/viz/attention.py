@@ -257,8 +257,7 @@ def render_attention(workdir: str, split: str = 'validation', *, num_sentences: 
   if list(task_data.vocab.tokens) != list(trained.vocab.tokens):
     raise ValueError(f'the data of config.data.name={config.data.name!r} gives a vocabulary that differs '
                      f'from {workdir}/vocab.json (token ids would not match the trained model)')
-  aliases = {'validation': 'dev', 'dev': 'validation'}
-  name = split if split in task_data.splits else aliases.get(split, split)
+  name = 'validation' if split == 'dev' else split
   if name not in task_data.splits:
     raise KeyError(f'no split {split!r} in {config.data.name!r} (splits: {sorted(task_data.splits)})')
   sentences = sentences_of_split(task_data.kind, task_data.splits[name].examples, trained.vocab,
