@@ -3,7 +3,11 @@ import os
 import pathlib
 import sys
 
-import jax
+# Batched LU / triangular solves on a small CPU box run far faster single-threaded (OpenBLAS threads
+# otherwise contend with XLA's and pytest-xdist's); must be set before the BLAS library loads.
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+
+import jax  # noqa: E402
 
 # Must happen before any JAX operation (multi-device tests rely on 8 CPU devices).
 jax.config.update('jax_num_cpu_devices', 8)
