@@ -9,6 +9,10 @@ from jax_structured.nn.attention import masked_softmax
 from jax_structured.nn.embedding import WordEmbedding
 from jax_structured.nn.embedding import pretrained_init
 from jax_structured.nn.intermediates import find_intermediates
+from jax_structured.nn.lstmn import LSTMN
+from jax_structured.nn.lstmn import FusionLSTMN
+from jax_structured.nn.lstmn import StackedLSTMN
+from jax_structured.nn.lstmn import lstmn_scan
 from jax_structured.nn.masks import masked_fill
 from jax_structured.nn.masks import pair_mask
 from jax_structured.nn.masks import sequence_mask
@@ -28,9 +32,9 @@ from jax_structured.nn.structured_attention import local_head_marginals
 from jax_structured.nn.structured_attention import normalize as normalize_attention
 
 __all__ = [
-    'AttentionPooling', 'BiLSTM', 'IntraAttention', 'LSTM', 'MLP', 'NORMALIZERS', 'POOLINGS',
+    'AttentionPooling', 'BiLSTM', 'FusionLSTMN', 'IntraAttention', 'LSTM', 'LSTMN', 'MLP', 'NORMALIZERS', 'POOLINGS',
     'Pooling', 'StructuredAttention', 'WordEmbedding', 'inter_attention', 'intra_attention',
     'local_head_marginals', 'masked_fill', 'masked_max', 'masked_mean', 'masked_softmax',
     'masked_sum', 'normalize_attention', 'pair_mask', 'pretrained_init', 'sequence_mask',
-    'split_directions', 'find_intermediates',
+    'split_directions', 'StackedLSTMN', 'lstmn_scan', 'find_intermediates',
 ]

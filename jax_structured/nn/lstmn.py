@@ -33,7 +33,7 @@ from jax_structured.nn import rnn
 from jax_structured.nn.attention import masked_softmax
 
 __all__ = ['LSTMNParams', 'FusionParams', 'lstmn_scan', 'LSTMN', 'StackedLSTMN', 'FusionLSTMN',
-           'inter_attention']
+           'additive_attention']
 
 
 class LSTMNParams(NamedTuple):
@@ -226,7 +226,7 @@ def lstmn_scan(params: LSTMNParams, inputs, lengths, *, memory_span: int | None 
   return tape_h * real, tape_c * real, intra, inter
 
 
-def inter_attention(query, keys, values, key_lengths, w_query, w_key, u):
+def additive_attention(query, keys, values, key_lengths, w_query, w_key, u):
   """Bahdanau-style attention for shallow fusion: query [B, T, H] over keys/values [B, M, H] -> [B, T, H]."""
   scores = jnp.tanh((query @ w_query)[:, :, None, :] + (keys @ w_key)[:, None, :, :]) @ u   # [B, T, M]
   mask = (jnp.arange(keys.shape[1])[None, :] < key_lengths[:, None])[:, None, :]
@@ -335,7 +335,7 @@ class FusionLSTMN(nn.Module):
     else:
       hidden, _, intra, _ = lstmn_scan(params, inputs, lengths, memory_span=self.memory_span)
       glorot = nn.initializers.glorot_uniform()
-      context, inter = inter_attention(
+      context, inter = additive_attention(
           hidden, source_hidden, source_hidden, source_lengths,
           self.param('inter_w_query', glorot, (self.hidden_size, att)),
           self.param('inter_w_key', glorot, (source_hidden.shape[-1], att)),
