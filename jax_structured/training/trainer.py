@@ -549,18 +549,23 @@ def load_trained(workdir: str, checkpoint: str | int = 'best') -> Trained:
     CheckpointError naming the path of a damaged checkpoint.
   """
   config, files, _, setup = _restore_setup(workdir)
-  run_info = files['run_info']
-  ckpts = ckpt_lib.Checkpoints(workdir, dev_metric=run_info['dev_metric'],
-                               higher_is_better=run_info['higher_is_better'], read_only=True)
-  try:
-    step = ckpts.resolve(checkpoint)
-    state, _ = ckpts.restore(step, setup.state)
-  finally:
-    ckpts.close()
+  step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
   state = parallel.to_host(state)
   variables = {'params': state.params, **state.model_state}
   return Trained(config=config, model=setup.model, variables=variables, vocab=files['vocab'],
                  label_names=files['label_names'], extras=files['extras'], step=step, task=setup.task)
+
+
+def _restore_checkpoint(workdir: str, run_info: dict, target, checkpoint: str | int):
+  """(step, state) of the `checkpoint` ('best', 'latest' or a step) of `workdir`, read-only."""
+  ckpts = ckpt_lib.Checkpoints(workdir, dev_metric=run_info['dev_metric'],
+                               higher_is_better=run_info['higher_is_better'], read_only=True)
+  try:
+    step = ckpts.resolve(checkpoint)
+    state, _ = ckpts.restore(step, target)
+  finally:
+    ckpts.close()
+  return step, state
 
 
 def _load_split(config: ml_collections.ConfigDict, vocab, split: str):
@@ -592,14 +597,7 @@ def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best
     raise FileNotFoundError(f'workdir {workdir} does not exist')
   config, files, _, setup = _restore_setup(workdir, mode=config_lib.parallel_mode(
       ckpt_lib.read_config(workdir)))
-  run_info = files['run_info']
-  ckpts = ckpt_lib.Checkpoints(workdir, dev_metric=run_info['dev_metric'],
-                               higher_is_better=run_info['higher_is_better'], read_only=True)
-  try:
-    step = ckpts.resolve(checkpoint)
-    state, _ = ckpts.restore(step, setup.state)
-  finally:
-    ckpts.close()
+  step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
   data_split = _load_split(config, files['vocab'], split)
   train_cfg = config_lib.train_config(config)
   batch_size = train_cfg.eval_batch_size or int(config.data.batch_size)
