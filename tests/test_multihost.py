@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)

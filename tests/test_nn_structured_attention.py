@@ -6,7 +6,6 @@ of all trees (tests/brute_force.py); projective marginals come from brute force 
 The module under test calls `trees.marginals` / `trees.projective_marginals` on the padded batch.
 """
 import brute_force
-import flax
 import jax
 import jax.test_util  # noqa: F401  (check_grads)
 import jax.numpy as jnp

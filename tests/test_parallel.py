@@ -7,7 +7,6 @@ import pytest
 
 import test_training_support as support
 from jax_structured import training
-from jax_structured import trees
 from jax_structured.training import config as config_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
@@ -73,10 +72,7 @@ def test_batch_not_divisible_by_devices_is_an_error():
     runner.shard_batch({'tokens': np.zeros((12, 3), np.int32)})
 
 
-def test_train_and_evaluate_pmap_equals_shard_map(tmp_path, monkeypatch):
-  decoder, reason = support.mst_or_fake()
-  if reason:
-    monkeypatch.setattr(trees, 'mst', decoder)
+def test_train_and_evaluate_pmap_equals_shard_map(tmp_path):
   params = {}
   for mode in ('shard_map', 'pmap'):
     config = support.make_config(**{'parallel': mode, 'train.num_steps': 4, 'train.eval_every_steps': 2,

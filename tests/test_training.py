@@ -14,14 +14,6 @@ from jax_structured import trees
 from jax_structured.training import tasks
 
 
-@pytest.fixture
-def mst(monkeypatch):
-  decoder, reason = support.mst_or_fake()
-  if reason:
-    monkeypatch.setattr(trees, 'mst', decoder)
-  return decoder
-
-
 # --- tasks against numpy references -----------------------------------------------------------------
 
 def _np_log_softmax(x):
@@ -67,7 +59,7 @@ def test_lm_nll_and_perplexity_match_numpy():
   assert float(m2['nll'][1]) == 8
 
 
-def test_tree_uas_metrics_against_numpy(mst):
+def test_tree_uas_metrics_against_numpy():
   rng = np.random.default_rng(2)
   arc = rng.normal(size=(3, 5, 5)).astype(np.float32)
   root = rng.normal(size=(3, 5)).astype(np.float32)
@@ -76,7 +68,7 @@ def test_tree_uas_metrics_against_numpy(mst):
   mask = np.asarray([1, 1, 0], np.float32)
   inter = {'encoder': {'arc_scores': (arc,), 'root_scores': (root,), 'lengths': (lengths,)}}
   out = jax.jit(lambda i, b: tasks.tree_uas_metrics(i, b))(inter, {'heads': gold, 'example_mask': mask})
-  pred = np.asarray(mst(arc, root, lengths, single_root=True))
+  pred = np.asarray(trees.mst(arc, root, lengths, single_root=True))
   real = (np.arange(5)[None] < lengths[:, None]) * mask[:, None]
   assert float(out['uas'][1]) == real.sum() == 8
   assert float(out['uas'][0]) == ((pred == gold) * real).sum()
@@ -104,7 +96,7 @@ def test_task_registry_errors():
 
 # --- the loop end to end ----------------------------------------------------------------------------
 
-def test_train_and_evaluate_end_to_end(tmp_path, mst):
+def test_train_and_evaluate_end_to_end(tmp_path):
   workdir = str(tmp_path / 'run')
   config = support.make_config(**{'train.num_epochs': 4, 'optimizer.name': 'adagrad',
                                   'optimizer.learning_rate': 0.3})
@@ -147,7 +139,7 @@ def test_train_and_evaluate_end_to_end(tmp_path, mst):
   assert latest.step == 24
 
 
-def test_variants_side_by_side(tmp_path, mst):
+def test_variants_side_by_side(tmp_path):
   config = support.make_config(**{'train.num_steps': 3, 'train.eval_every_steps': 3})
   with config.unlocked():
     config.variants = {'small': {'model': {'dim': 4}},
@@ -169,7 +161,7 @@ def test_variants_side_by_side(tmp_path, mst):
     training.train_and_evaluate(config, str(tmp_path / 'bad'))
 
 
-def test_early_stopping_and_bad_labels(tmp_path, mst):
+def test_early_stopping_and_bad_labels(tmp_path):
   # A negligible lr -> the dev accuracy never improves after the first evaluation: the learning rate
   # halves after every later evaluation (plateau) and training stops after 1 + patience evaluations.
   config = support.make_config(**{'train.num_epochs': 10, 'train.eval_every_steps': 2,
@@ -186,11 +178,7 @@ def test_early_stopping_and_bad_labels(tmp_path, mst):
     training.train_and_evaluate(bad, str(tmp_path / 'bad'))
 
 
-def test_render_trees_hook(tmp_path, mst):
-  try:
-    from jax_structured.viz import induce  # noqa: F401
-  except ImportError as e:
-    pytest.skip(f'jax_structured.viz.induce does not exist yet ({e})')
+def test_render_trees_hook(tmp_path):
   config = support.make_config(**{'train.num_steps': 2, 'train.render_trees': 2})
   with config.unlocked():
     config.variants = {'trees': {}, 'no_trees': {'model': {'sow_trees': False}}}

@@ -1,6 +1,5 @@
 """Optimisers from config against float64 numpy transcriptions of the papers' update rules."""
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import pytest

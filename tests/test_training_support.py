@@ -140,28 +140,6 @@ def make_config(**overrides):
   return training.config.with_overrides(config, overrides) if overrides else config
 
 
-def fake_mst(arc_scores, root_scores, lengths=None, *, single_root=True):
-  """Stand-in decoder while trees.mst is being written: per word the best-scoring head (not a tree)."""
-  del single_root
-  n = arc_scores.shape[-1]
-  scores = jnp.concatenate([root_scores[..., None, :], arc_scores], axis=-2)  # [..., n + 1, n]
-  scores = jnp.where(jnp.eye(n + 1, n, -1, dtype=bool), -jnp.inf, scores)  # no self loops
-  heads = jnp.argmax(scores, axis=-2) - 1
-  if lengths is not None:
-    heads = jnp.where(jnp.arange(n) < lengths[..., None], heads, -1)
-  return heads.astype(jnp.int32)
-
-
-def mst_or_fake():
-  """trees.mst when implemented, else `fake_mst` (with the reason)."""
-  from jax_structured import trees  # pylint: disable=g-import-not-at-top
-  try:
-    trees.mst(jnp.zeros((2, 2)), jnp.zeros((2,)), jnp.asarray(2))
-    return trees.mst, None
-  except NotImplementedError:
-    return fake_mst, 'trees.mst not implemented yet: fake decoder used'
-
-
 def global_batches(num, batch_size=16, padding=5):
   """`num` batches of 16 rows, the last `padding` rows padding examples (so shards differ in counts)."""
   split = tiny_sentences(make_config(**{'data.num_train': 200}).data).splits['train']

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 import flax.linen as nn
-import jax
 import jax.numpy as jnp
 
 from jax_structured.models import registry

@@ -9,7 +9,6 @@ The jnp functions (`tree_depths` ... `same_edge_rate`, the layout converters) ar
 they assume well-formed trees (check with `is_tree`). The CoNLL-U converters are host-side numpy
 functions that validate their input and raise `ValueError` naming the offending position.
 """
-import jax
 import jax.numpy as jnp
 from jax import lax
 import numpy as np
