@@ -94,7 +94,7 @@ def test_conllu_round_trip_and_errors(tmp_path):
 @pytest.fixture(scope='module')
 def trained_run(tmp_path_factory):
   """A real (tiny) structured-attention run on the synthetic data with the default config's pieces."""
-  training = pytest.importorskip('jax_structured.training')
+  from jax_structured import training  # pylint: disable=g-import-not-at-top
   import importlib.util  # pylint: disable=g-import-not-at-top
   spec = importlib.util.spec_from_file_location(
       'default_config', os.path.join(os.path.dirname(__file__), '..', 'configs', 'default.py'))

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
@@ -56,22 +55,6 @@ TINY_CONLLU = """\
 """
 
 
-def _trees_ready(*names):
-  """Skips the test while a `trees` function is still a placeholder raising NotImplementedError."""
-  from jax_structured import trees  # pylint: disable=g-import-not-at-top
-  x = jnp.zeros((1, 2, 2))
-  r = jnp.zeros((1, 2))
-  h = jnp.array([[-1, 0]])
-  calls = {'log_partition': lambda: trees.log_partition(x, r),
-           'score': lambda: trees.score(x, r, h),
-           'mst': lambda: trees.mst(x, r)}
-  for name in names:
-    try:
-      calls[name]()
-    except NotImplementedError:
-      pytest.skip(f'trees.{name} is still a placeholder (NotImplementedError)')
-
-
 def _random_problem(seed, lengths, n, dtype=np.float64):
   rng = np.random.default_rng(seed)
   b = len(lengths)
@@ -95,7 +78,6 @@ def _brute_nll(arc, root, heads, length):
 
 
 def test_crf_loss_matches_brute_force_under_jit_and_vmap():
-  _trees_ready('log_partition', 'score')
   lengths = [1, 2, 3, 4, 5, 5]
   arc, root, heads, lens = _random_problem(0, lengths, 5)
   want = np.array([_brute_nll(arc[i], root[i], heads[i], l) for i, l in enumerate(lengths)])
@@ -113,7 +95,6 @@ def test_crf_loss_matches_brute_force_under_jit_and_vmap():
 
 def test_crf_loss_gradient_is_marginals_minus_gold():
   """d(-log P(gold)) / d arc_scores[h, m] = P(h -> m) - [h -> m in gold] (exponential family)."""
-  _trees_ready('log_partition', 'score')
   lengths = [4, 3]
   arc, root, heads, lens = _random_problem(1, lengths, 4)
   g_arc, g_root = jax.jit(jax.grad(lambda a, r: parser.crf_arc_nll(a, r, heads, lens).sum(),
@@ -342,10 +323,6 @@ def test_char_cnn_features():
 
 @pytest.mark.parametrize('loss', ['crf', 'local'])
 def test_loss_gradients_finite_and_metrics_match_numpy(tiny, loss):
-  if loss == 'crf':
-    _trees_ready('log_partition', 'score', 'mst')
-  else:
-    _trees_ready('mst')
   model, variables, batch, apply = tiny
 
   def objective(v):
@@ -396,7 +373,6 @@ def test_loss_gradients_finite_and_metrics_match_numpy(tiny, loss):
 
 
 def test_decode_gives_valid_trees_and_the_best_tree():
-  _trees_ready('mst')
   rng = np.random.default_rng(9)
   lengths = [1, 3, 5, 5]
   arc, root, _, lens = _random_problem(10, lengths, 6, np.float32)
@@ -457,7 +433,6 @@ def _encode(sentences):
 
 @pytest.mark.parametrize('loss', ['crf'])
 def test_training_steps_on_tiny_conllu_reduce_the_loss(loss):
-  _trees_ready('log_partition', 'score')
   sentences = _read_conllu(TINY_CONLLU)
   assert [len(s[0]) for s in sentences] == [4, 9, 8]
   batch, vocab, tag_vocab, relation_names = _encode(sentences)
@@ -578,7 +553,6 @@ def _trained_tiny(tag_input='predicted'):
 
 
 def test_parse_matches_the_model_and_decoder_on_the_whole_batch(tmp_path):
-  _trees_ready('mst')
   trained, batch = _trained_tiny()
   path = tmp_path / 'in.conllu'
   path.write_text(TINY_CONLLU, encoding='utf-8')
@@ -643,10 +617,7 @@ def _tiny_treebank(root):
 
 
 def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
-  _trees_ready('log_partition', 'score', 'mst')
   from jax_structured import training  # pylint: disable=g-import-not-at-top
-  if not hasattr(training, 'load_trained'):
-    pytest.skip('training.load_trained is not available yet')
   config = _load_config('ewt_tiny.py')
   del config['variants']
   config.data.manual_dir = str(_tiny_treebank(tmp_path / 'ud'))
