@@ -43,22 +43,44 @@ def _log2_ceil(x):
   return max(1, int(np.ceil(np.log2(max(2, x)))))
 
 
-def _best_incoming(valid, key, score):
-  """Lexicographic argmax over axis 0 of (key, score) restricted to `valid`.
+def _column_ranks(weights, penalty, valid):
+  """Rank of every source in the lexicographic order of each column (best first).
+
+  Within a column `v` the Chu-Liu-Edmonds re-weighting subtracts the same amount from every arc
+  entering `v`, so the order of its sources never changes: it is sorted once, and every round only
+  needs the best-ranked source outside `v`'s current supernode.
 
   Args:
-    valid: bool [R, C].
-    key: int32 [R, C].
-    score: float [R, C].
+    weights: float [N, N]; penalty: int32 [N, N]; valid: bool [N, N] (see `_mst_single`).
 
   Returns:
-    (best_key int32 [C], best_score float [C], best_row int32 [C]); best_key is `_INVALID` for columns
-    without a valid entry.
+    (rank int32 [N, N], order int32 [N, N]): `rank[u, v]` is the position of source u in column v
+    (by -penalty, then weight, then lowest u; invalid arcs get rank N), `order[r, v]` the source
+    at position r.
   """
-  k = jnp.where(valid, key, _INVALID)
-  kmax = jnp.max(k, axis=0)
-  s = jnp.where(valid & (k == kmax[None, :]), score, -jnp.inf)
-  return kmax, jnp.max(s, axis=0), jnp.argmax(s, axis=0).astype(jnp.int32)
+  n_nodes = weights.shape[0]
+  source = lax.broadcasted_iota(jnp.int32, (n_nodes, n_nodes), 0)
+  _, _, _, order = lax.sort(((~valid).astype(jnp.int32), penalty, -weights, source),
+                            dimension=0, num_keys=4)
+  _, rank = lax.sort((order, source), dimension=0, num_keys=1)
+  return jnp.where(valid, rank, n_nodes), order
+
+
+def _segment_best(key, score, segments, num_segments):
+  """Lexicographic (key, score) argmax of `key`/`score` [N] per segment; ties -> lowest index.
+
+  Returns:
+    (best_key int32 [S], best_score [S], best_index int32 [S]); best_key <= `_INVALID` for
+    segments without an entry whose key exceeds `_INVALID`.
+  """
+  n = key.shape[0]
+  best_key = jax.ops.segment_max(key, segments, num_segments)
+  top = key == best_key[segments]
+  best_score = jax.ops.segment_max(jnp.where(top, score, -jnp.inf), segments, num_segments)
+  top &= score == best_score[segments]
+  best_index = jax.ops.segment_min(jnp.where(top, jnp.arange(n, dtype=jnp.int32), n), segments,
+                                   num_segments)
+  return best_key, best_score, jnp.minimum(best_index, n - 1)
 
 
 def _mst_single(weights, penalty, valid):
@@ -77,17 +99,17 @@ def _mst_single(weights, penalty, valid):
   ids = jnp.arange(n_ids, dtype=jnp.int32)
   nodes = jnp.arange(n_nodes, dtype=jnp.int32)
   jumps = _log2_ceil(n_ids)
+  rank, order = _column_ranks(weights, penalty, valid)
 
   state = dict(
       it=jnp.int32(0),
       done=jnp.bool_(False),
       rep=nodes,                                             # supernode id of every original node
-      key=-penalty,                                          # current (re-weighted) arc weights:
-      score=weights,                                         #   integer part and float part
+      key_offset=jnp.zeros(n_nodes, jnp.int32),              # re-weighting of the arcs into each
+      score_offset=jnp.zeros(n_nodes, weights.dtype),        #   original node (integer, float part)
       best_src=jnp.zeros(n_ids, jnp.int32),                  # best incoming arc (u, v) of each id,
       best_dst=jnp.zeros(n_ids, jnp.int32),                  #   as original nodes, at its last use
       parent=jnp.full(n_ids, -1, jnp.int32),                 # id of the cycle node that swallowed it
-      contains=(ids[:, None] == nodes[None, :]),             # [2N, N] original nodes inside each id
       next_id=jnp.int32(n_nodes),
   )
 
@@ -96,15 +118,16 @@ def _mst_single(weights, penalty, valid):
 
   def body(st):
     rep = st['rep']
-    live = valid & (rep[:, None] != rep[None, :])
-    # Best arc into every original node, then into every supernode (over its members).
-    col_key, col_score, col_src = _best_incoming(live, st['key'], st['score'])
-    member = rep[None, :] == ids[:, None]                    # [2N, N]
-    sup_key, sup_score, sup_dst = _best_incoming(
-        member.T, jnp.broadcast_to(col_key[:, None], (n_nodes, n_ids)),
-        jnp.broadcast_to(col_score[:, None], (n_nodes, n_ids)))
+    # Best arc into every original node from outside its supernode: the best-ranked such source.
+    best_rank = jnp.min(jnp.where(rep[:, None] != rep[None, :], rank, n_nodes), axis=0)
+    has_arc = best_rank < n_nodes
+    col_src = order[jnp.minimum(best_rank, n_nodes - 1), nodes]
+    col_key = jnp.where(has_arc, -penalty[col_src, nodes] - st['key_offset'], _INVALID)
+    col_score = weights[col_src, nodes] - st['score_offset']
+    # Then into every supernode (over its members).
+    sup_key, sup_score, sup_dst = _segment_best(col_key, col_score, rep, n_ids)
     sup_src = col_src[sup_dst]
-    active = jnp.any(member, axis=1) & (ids != 0) & (sup_key != _INVALID)
+    active = (sup_key > _INVALID) & (ids != 0)
     pred = jnp.where(active, rep[sup_src], ids)             # self loop for ROOT and dead ids
     best_src = jnp.where(active, sup_src, st['best_src'])
     best_dst = jnp.where(active, sup_dst, st['best_dst'])
@@ -124,34 +147,39 @@ def _mst_single(weights, penalty, valid):
     new_id = jnp.where(on_cycle, new_id_of_leader[jnp.minimum(label, n_ids - 1)], -1)
     any_cycle = jnp.any(on_cycle)
 
-    # Contract: re-weight arcs entering a cycle member, relabel, record membership.
+    # Contract: re-weight arcs entering a cycle member (per column offsets), relabel.
     node_on_cycle = on_cycle[rep]
-    key = st['key'] - jnp.where(node_on_cycle, sup_key[rep], 0)[None, :]
-    score = st['score'] - jnp.where(node_on_cycle, sup_score[rep], 0)[None, :]
-    new_rep = jnp.where(node_on_cycle, new_id[rep], rep)
-    created = (ids >= st['next_id']) & (ids < st['next_id'] + jnp.sum(leader))
-    contains = st['contains'] | (created[:, None] & (new_rep[None, :] == ids[:, None]))
     return dict(
         it=st['it'] + 1,
         done=~any_cycle,
-        rep=new_rep,
-        key=key,
-        score=score.astype(st['score'].dtype),
+        rep=jnp.where(node_on_cycle, new_id[rep], rep),
+        key_offset=st['key_offset'] + jnp.where(node_on_cycle, sup_key[rep], 0),
+        score_offset=(st['score_offset'] + jnp.where(node_on_cycle, sup_score[rep], 0)).astype(
+            weights.dtype),
         best_src=best_src,
         best_dst=best_dst,
         parent=jnp.where(on_cycle, new_id, st['parent']),
-        contains=contains,
         next_id=st['next_id'] + jnp.sum(leader).astype(jnp.int32),
     )
 
   st = lax.while_loop(cond, body, state)
 
   # Expansion, newest cycle first: the member containing the target of the cycle's chosen arc takes that
-  # arc, the other members keep their cycle arcs.
+  # arc, the other members keep their cycle arcs. Ids only grow towards the top of the contraction
+  # forest, so that member is the highest ancestor of the target below the cycle (binary lifting).
+  up = [jnp.where(st['parent'] >= 0, st['parent'], n_ids)]
+  up[0] = jnp.concatenate([up[0], jnp.array([n_ids], jnp.int32)])   # n_ids: above every id
+  for _ in range(jumps - 1):
+    up.append(up[-1][up[-1]])
+
   def expand(i, assigned):
     src, dst = assigned
     c = n_ids - 1 - i
-    take = (c < st['next_id']) & (st['parent'] == c) & st['contains'][:, dst[c]]
+    member = dst[c]
+    for k in reversed(range(jumps)):
+      higher = up[k][member]
+      member = jnp.where(higher < c, higher, member)
+    take = (c < st['next_id']) & (ids == member) & (st['parent'] == c)
     return jnp.where(take, src[c], src), jnp.where(take, dst[c], dst)
 
   src, _ = lax.fori_loop(0, n_nodes, expand, (st['best_src'], st['best_dst']))
