@@ -12,6 +12,13 @@ leaves the others' best arcs unchanged). An iteration is O(N^2) and there are at
 worst case is O(N^3) per sentence (a batch runs until its slowest sentence is done). Everything runs
 in `lax.while_loop` / `lax.fori_loop` with static shapes: no host callback, jit- and vmap-able.
 
+Cost. The number of iterations is what it is: measured on N(0, 1) scores it is about n / 2 with
+`single_root=True` (ROOT arcs lose every comparison until all words are one supernode) and about
+n / 8 on average (but up to n / 2 for some sentences) without. So each iteration is kept cheap: the
+re-weighting only subtracts a per-column constant, hence the order of the sources of every column is
+sorted once (`_column_ranks`) and an iteration is one masked min of int32 ranks over [N, N] plus O(N)
+gathers and segment reductions (no [N, N] weight updates, no [2N, N] membership table).
+
 Exact constraints through lexicographic weights. Every arc weight is a pair `(penalty, score)`, compared
 lexicographically (`-penalty` first, then `score`). Pairs form a totally ordered abelian group, and the
 correctness proof of Chu-Liu-Edmonds only uses addition, subtraction and comparison in such a group, so
