@@ -32,12 +32,12 @@ Options (comma-separated, after the file name):
   glove=PATH           pretrained vectors.
   tiny                 small sizes for a CPU smoke run (embeddings 16, hidden 16, 40 steps).
 """
-import os
 import pathlib
 
 import ml_collections
 
 from jax_structured.data import loaders
+from jax_structured.models import liu_lapata
 from jax_structured.training import config as training_config
 
 FUSIONS = ('none', 'shallow', 'deep')
@@ -45,34 +45,10 @@ SIZES = {'h100': 100, 'h300': 300, 'h450': 450}
 PAPER_TEST_ACCURACY = {('none', 100): 81.5, ('shallow', 100): 84.3, ('deep', 100): 84.5,
                        ('shallow', 300): 85.2, ('deep', 300): 85.7, ('shallow', 450): 86.0,
                        ('deep', 450): 86.3}
-SHARED_SNLI = '../shared/data/snli_1.0'  # relative to the repository root
-
-
-def dev_as_train_dir(shared_dir, cache_dir):
-  """Makes `cache_dir/snli_dev_as_train` with links train -> SNLI dev, test -> SNLI test.
-
-  Idempotent; returns the folder, or None when `shared_dir` lacks the dev/test files (the loader then
-  reports the missing files of the configured `manual_dir`).
-
-  Args:
-    shared_dir: folder with `snli_1.0_dev.jsonl.gz` and `snli_1.0_test.jsonl.gz`.
-    cache_dir: where to create the folder of links.
-  """
-  shared_dir = pathlib.Path(shared_dir).resolve()
-  links = {'snli_1.0_train.jsonl.gz': shared_dir / 'snli_1.0_dev.jsonl.gz',
-           'snli_1.0_test.jsonl.gz': shared_dir / 'snli_1.0_test.jsonl.gz'}
-  if not all(target.is_file() for target in links.values()):
-    return None
-  folder = pathlib.Path(cache_dir).expanduser() / 'snli_dev_as_train'
-  folder.mkdir(parents=True, exist_ok=True)
-  for name, target in links.items():
-    link = folder / name
-    if link.is_symlink() and pathlib.Path(os.readlink(link)) == target:
-      continue
-    if link.exists() or link.is_symlink():
-      link.unlink()
-    link.symlink_to(target)
-  return str(folder)
+# The dev-as-train links shared with configs/liu_lapata/snli.py (the SNLI helpers live beside the
+# Liu & Lapata models, which own the other SNLI config).
+SHARED_SNLI = liu_lapata.SHARED_SNLI  # relative to the repository root
+dev_as_train_dir = liu_lapata.snli_dev_as_train_dir
 
 
 def _options(text):
@@ -100,9 +76,7 @@ def _options(text):
 def get_config(options=''):
   """The Table 3 config; `options` as in the module docstring (creates the dev-as-train links)."""
   fusion, hidden, glove, tiny = _options(options)
-  repo = pathlib.Path(__file__).resolve().parents[2]
-  cache = os.environ.get('JAX_STRUCTURED_CACHE', '~/.cache/jax_structured')
-  manual_dir = dev_as_train_dir(repo / SHARED_SNLI, cache) or SHARED_SNLI
+  manual_dir = liu_lapata.shared_snli_manual_dir(pathlib.Path(__file__).resolve().parents[2])
 
   config = ml_collections.ConfigDict()
   config.seed = 0

@@ -25,106 +25,18 @@ Paper test accuracy (Table 4): none 47.5, simple 48.2, sentence 48.8, document 4
 """
 import os
 
-import ml_collections
+from jax_structured.models import liu_lapata
 
-from jax_structured.data import loaders
-from jax_structured.training import config as training_config
-
-# Table 4 rows: (sentence_attention, document_attention, hidden size per direction).
-VARIANTS = {
-    'none': ('none', 'none', 75),  # "75D No Attention"
-    'simple': ('simple', 'simple', 100),  # "100D Simple Attention"
-    'sentence': ('structured', 'none', 100),  # "Structured Attention (sentence-level)"
-    'document': ('none', 'structured', 100),  # "Structured Attention (document-level)"
-    'both': ('structured', 'structured', 100),  # "Structured Attention (both levels)"
-}
+VARIANTS = liu_lapata.DOCUMENT_VARIANTS  # the Table 4 rows
 PAPER_TEST_ACCURACY = {'none': 47.5, 'simple': 48.2, 'sentence': 48.8, 'document': 48.6, 'both': 49.2}
-
-
-def _variant_overrides(name):
-  sentence, document, hidden = VARIANTS[name]
-  return {'model': {'sentence_attention': sentence, 'document_attention': document,
-                    'hidden_size': hidden}}
-
-
-def _options(text):
-  variant, tiny = None, False
-  for option in [o.strip() for o in (text or '').split(',') if o.strip()]:
-    if option in VARIANTS and variant is None:
-      variant = option
-    elif option == 'tiny':
-      tiny = True
-    else:
-      raise ValueError(f'configs/liu_lapata/imdb.py: unknown or repeated option {option!r}; known: '
-                       f'{sorted(VARIANTS)} (at most one), tiny')
-  return variant, tiny
 
 
 def get_config(options=''):
   """The Table 4 config for IMDB reviews (10 classes); `options` as in the module docstring."""
-  variant, tiny = _options(options)
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'document'
-  config.parallel = 'shard_map'
-  config.distributed = False
-
-  config.data = loaders.default_config('document_classification')
-  config.data.config = 'imdb'
-  # The upstream files (override with --config.data.manual_dir=PATH); TFDS's usual manual folder.
-  config.data.manual_dir = os.path.expanduser('~/tensorflow_datasets/downloads/manual/imdb')
-  config.data.min_count = 6
-  config.data.max_sentences = 100
-  config.data.max_sentence_length = 200
-  config.data.embeddings = 'word2vec'
-  config.data.embedding_dim = 200
-  config.data.batch_size = 32
-
-  config.model = ml_collections.ConfigDict()
-  config.model.name = 'liu_lapata.document_classifier'
-  config.model.embedding_dim = 200
-  config.model.freeze_embeddings = False
-  config.model.hidden_size = 100
-  config.model.semantic_size = 75
-  config.model.num_layers = 1
-  config.model.sentence_attention = 'structured'
-  config.model.document_attention = 'structured'
-  config.model.pooling = 'max'
-  config.model.mlp_hidden = 0
-  config.model.dropout_rate = 0.3
-  config.model.single_root = True
-
-  config.optimizer = training_config.optimizer_defaults()
-  config.optimizer.name = 'adagrad'
-  config.optimizer.learning_rate = 0.05
-  config.optimizer.weight_decay = 1e-4  # L2 on non-embedding parameters only
-
-  config.train = training_config.train_defaults()
-  config.train.num_epochs = 30
-  config.train.eval_every_steps = 2000
-  config.train.checkpoint_every_steps = 2000
-  config.train.log_every_steps = 100
-  config.train.early_stopping_patience = 5
-
-  config.variants = ml_collections.ConfigDict()
-  if variant is None:
-    for name in VARIANTS:
-      config.variants[name] = _variant_overrides(name)
-  else:
-    config.model.update(_variant_overrides(variant)['model'])
-
-  if tiny:
-    config.data.embeddings = ''
-    config.data.embedding_dim = 16
-    config.data.batch_size = 8
-    config.model.embedding_dim = 16
-    config.model.hidden_size = 8
-    config.model.semantic_size = 6
-    for name in config.variants:
-      config.variants[name].model.hidden_size = 8
-    config.train.num_epochs = 1
-    config.train.num_steps = 30
-    config.train.eval_every_steps = 0
-    config.train.checkpoint_every_steps = 0
-    config.train.log_every_steps = 10
-  return config
+  variant, _, tiny = liu_lapata.parse_options(options, 'configs/liu_lapata/imdb.py',
+                                              sorted(VARIANTS))
+  # The upstream files in TFDS's usual manual folder (override with --config.data.manual_dir=PATH).
+  data = {'config': 'imdb',
+          'manual_dir': os.path.expanduser('~/tensorflow_datasets/downloads/manual/imdb')}
+  return liu_lapata.document_config('document_classification', data, variant=variant, tiny=tiny,
+                                    eval_every_steps=2000)
