@@ -19,6 +19,11 @@
 Batches follow docs/internals.md; models are called as
 `model.apply(variables, batch, train=bool, rngs={'dropout': key})` and return logits [B, num_classes].
 The word embedding table is the parameter `embed/embedding` (optimisers exclude it from L2).
+
+Config builders for configs/liu_lapata/*.py (the paper's settings; each file adds its data set, table
+figures and options): `document_config` (Table 4), `sentence_config`, `pair_config` (Table 1),
+`parse_options`, and the SNLI dev-as-train links `snli_dev_as_train_dir` / `shared_snli_manual_dir`
+(also used by configs/cheng/snli.py).
 """
 import os
 import pathlib
