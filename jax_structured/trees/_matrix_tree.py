@@ -59,6 +59,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jax_structured.trees import _inputs
+
 __all__ = ['entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals', 'sample', 'score']
 
 
@@ -77,31 +79,8 @@ def _prepare(arc_scores, root_scores, lengths):
   Returns:
     (arc_scores, root_scores, lengths [...] int32, mask [..., n] bool), scores in one float dtype.
   """
-  arc_scores = jnp.asarray(arc_scores)
-  root_scores = jnp.asarray(root_scores)
-  if arc_scores.ndim < 2 or arc_scores.shape[-1] != arc_scores.shape[-2]:
-    raise ValueError(f'arc_scores must have shape [..., n, n], got {arc_scores.shape}')
+  arc_scores, root_scores, lengths = _inputs.check_scores(arc_scores, root_scores, lengths)
   n = arc_scores.shape[-1]
-  if root_scores.shape != arc_scores.shape[:-1]:
-    raise ValueError(f'root_scores must have shape {arc_scores.shape[:-1]} (= arc_scores.shape[:-1]), '
-                     f'got {root_scores.shape}')
-  dtype = jnp.promote_types(jnp.promote_types(arc_scores.dtype, root_scores.dtype), jnp.float32)
-  if not jnp.issubdtype(dtype, jnp.floating):
-    raise ValueError(f'scores must be real floating point, got {arc_scores.dtype} and {root_scores.dtype}')
-  arc_scores = arc_scores.astype(dtype)
-  root_scores = root_scores.astype(dtype)
-  batch_shape = arc_scores.shape[:-2]
-  if lengths is None:
-    lengths = jnp.full(batch_shape, n, jnp.int32)
-  else:
-    lengths = jnp.asarray(lengths)
-    if not jnp.issubdtype(lengths.dtype, jnp.integer):
-      raise ValueError(f'lengths must be integers, got dtype {lengths.dtype}')
-    try:
-      lengths = jnp.broadcast_to(lengths.astype(jnp.int32), batch_shape)
-    except ValueError as e:
-      raise ValueError(f'lengths of shape {lengths.shape} does not broadcast to the batch shape '
-                       f'{batch_shape} of arc_scores {arc_scores.shape}') from e
   mask = jnp.arange(n, dtype=jnp.int32) < lengths[..., None]
   return arc_scores, root_scores, lengths, mask
 
@@ -240,8 +219,8 @@ def log_partition(arc_scores, root_scores, lengths=None, *, single_root=True):
     arc_scores: [..., n, n] float32/float64, `arc_scores[..., h, m]` log-potential of h -> m; -inf
       forbids the arc; the diagonal and padded entries are ignored.
     root_scores: [..., n] log-potentials of ROOT -> m.
-    lengths: None (all n words are real) or int [...] number of real words (0..n; values outside
-      act as if clipped to that range, which cannot be checked under jit).
+    lengths: None (all n words are real) or int [...] number of real words in 0..n (concrete values
+      outside raise ValueError; traced ones act as if clipped, which cannot be checked under jit).
     single_root: exactly one word hangs from ROOT if True; any number if False.
 
   Returns:

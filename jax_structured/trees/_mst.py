@@ -41,6 +41,8 @@ import jax.numpy as jnp
 from jax import lax
 import numpy as np
 
+from jax_structured.trees import _inputs
+
 __all__ = ['mst']
 
 _INVALID = np.int32(-(2**30))  # Integer part of arcs that do not exist (self loops, into ROOT, padding).
@@ -234,33 +236,12 @@ def mst(arc_scores, root_scores, lengths=None, *, single_root=True):
   Returns:
     heads: int32 [..., n]; `heads[..., m]` is the head word of m, or -1 for ROOT and for padding.
   """
-  arc_scores = jnp.asarray(arc_scores)
-  root_scores = jnp.asarray(root_scores)
-  if arc_scores.ndim < 2 or arc_scores.shape[-1] != arc_scores.shape[-2]:
-    raise ValueError(f'arc_scores must have shape [..., n, n], got {arc_scores.shape}')
+  arc_scores, root_scores, lengths = _inputs.check_scores(arc_scores, root_scores, lengths)
   batch_shape, n = arc_scores.shape[:-2], arc_scores.shape[-1]
-  if root_scores.shape != batch_shape + (n,):
-    raise ValueError(f'root_scores must have shape {batch_shape + (n,)} to match arc_scores '
-                     f'{arc_scores.shape}, got {root_scores.shape}')
-  if not jnp.issubdtype(arc_scores.dtype, jnp.floating):
-    arc_scores = arc_scores.astype(jnp.float32)
-  dtype = jnp.result_type(arc_scores.dtype, root_scores.dtype)
-  if lengths is None:
-    lengths = jnp.full(batch_shape, n, jnp.int32)
-  lengths = jnp.asarray(lengths)
-  if lengths.shape != batch_shape:
-    raise ValueError(f'lengths must have shape {batch_shape} (the batch shape of arc_scores '
-                     f'{arc_scores.shape}), got {lengths.shape}')
-  if not isinstance(lengths, jax.core.Tracer):
-    values = np.asarray(lengths)
-    if values.size and (values.min() < 0 or values.max() > n):
-      raise ValueError(f'lengths must lie in [0, {n}] (n = arc_scores.shape[-1]), got values in '
-                       f'[{values.min()}, {values.max()}]')
   if n == 0:
     return jnp.zeros(batch_shape + (0,), jnp.int32)
   flat = int(np.prod(batch_shape))
-  heads = _mst_batched(arc_scores.astype(dtype).reshape(flat, n, n),
-                       root_scores.astype(dtype).reshape(flat, n),
-                       jnp.clip(lengths.astype(jnp.int32), 0, n).reshape(flat),
+  heads = _mst_batched(arc_scores.reshape(flat, n, n), root_scores.reshape(flat, n),
+                       jnp.clip(lengths, 0, n).reshape(flat),
                        bool(single_root))
   return heads.reshape(batch_shape + (n,))

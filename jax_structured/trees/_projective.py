@@ -42,6 +42,8 @@ import jax.numpy as jnp
 from jax import lax
 import numpy as np
 
+from jax_structured.trees import _inputs
+
 __all__ = ['projective_log_partition', 'projective_marginals', 'projective_mst']
 
 # Width chunks (each a fori_loop with its own static window shapes): one per `_CHUNK_WIDTHS` widths,
@@ -315,31 +317,11 @@ def _gradients(arc_scores, root_scores, lengths, single_root, semiring):
 
 def _prepare(arc_scores, root_scores, lengths):
   """Validates shapes; returns flat (arc [B, n, n], root [B, n], lengths [B]), batch shape, n."""
-  arc_scores = jnp.asarray(arc_scores)
-  root_scores = jnp.asarray(root_scores)
-  if arc_scores.ndim < 2 or arc_scores.shape[-1] != arc_scores.shape[-2]:
-    raise ValueError(f'arc_scores must have shape [..., n, n], got {arc_scores.shape}')
+  arc_scores, root_scores, lengths = _inputs.check_scores(arc_scores, root_scores, lengths)
   batch_shape, n = arc_scores.shape[:-2], arc_scores.shape[-1]
-  if root_scores.shape != batch_shape + (n,):
-    raise ValueError(f'root_scores must have shape {batch_shape + (n,)} to match arc_scores '
-                     f'{arc_scores.shape}, got {root_scores.shape}')
-  dtype = jnp.result_type(arc_scores.dtype, root_scores.dtype)
-  if not jnp.issubdtype(dtype, jnp.floating):
-    dtype = jnp.float32
-  if lengths is None:
-    lengths = jnp.full(batch_shape, n, jnp.int32)
-  lengths = jnp.asarray(lengths)
-  if lengths.shape != batch_shape:
-    raise ValueError(f'lengths must have shape {batch_shape} (the batch shape of arc_scores '
-                     f'{arc_scores.shape}), got {lengths.shape}')
-  if not isinstance(lengths, jax.core.Tracer):
-    values = np.asarray(lengths)
-    if values.size and (values.min() < 0 or values.max() > n):
-      raise ValueError(f'lengths must lie in [0, {n}] (n = arc_scores.shape[-1]), got values in '
-                       f'[{values.min()}, {values.max()}]')
   flat = int(np.prod(batch_shape))
-  return (arc_scores.astype(dtype).reshape(flat, n, n), root_scores.astype(dtype).reshape(flat, n),
-          jnp.clip(lengths.astype(jnp.int32), 0, n).reshape(flat)), batch_shape, n
+  return (arc_scores.reshape(flat, n, n), root_scores.reshape(flat, n),
+          jnp.clip(lengths, 0, n).reshape(flat)), batch_shape, n
 
 
 def projective_log_partition(arc_scores, root_scores, lengths=None, *, single_root=True):
