@@ -24,15 +24,24 @@ _PROCESS_ID = flags.DEFINE_integer('process_id', None, 'Multi-host: index of thi
 flags.mark_flags_as_required(['config', 'workdir'])
 
 
+_TEXT_CLASSIFICATION_DIR = flags.DEFINE_string(
+    'text_classification_dir', None,
+    'Train the same config on your own directory of train/dev/test .tsv (label<TAB>text) or .jsonl '
+    'files: replaces config.data by the text_classification loader (shared keys keep their values).')
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   training.maybe_initialize_distributed(_CONFIG.value, coordinator_address=_COORDINATOR.value,
                                         num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
-  results = training.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+  config = _CONFIG.value
+  if _TEXT_CLASSIFICATION_DIR.value:
+    config = training.config.with_text_classification_data(config, _TEXT_CLASSIFICATION_DIR.value)
+  results = training.train_and_evaluate(config, _WORKDIR.value)
   summary = ({name: {s: r.get(s) for s in ('validation', 'test')} for name, r in results.items()}
-             if _CONFIG.value.get('variants') else {s: results.get(s) for s in ('validation', 'test')})
+             if config.get('variants') else {s: results.get(s) for s in ('validation', 'test')})
   print(json.dumps(summary, indent=2, sort_keys=True))
 
 

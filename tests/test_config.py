@@ -137,3 +137,26 @@ def test_launchers_end_to_end(tmp_path):
   assert result['accuracy'] == printed['validation']['accuracy']
   out = _launch('launch.evaluate', f'--workdir={tmp_path / "missing"}')
   assert out.returncode != 0 and f'workdir {tmp_path / "missing"} does not exist' in out.stderr
+
+
+def _config_file(path, options=None):
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  spec = importlib.util.spec_from_file_location('cfg', os.path.join(repo, path))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config(options) if options is not None else module.get_config()
+
+
+def test_text_classification_dir_swaps_the_data_section(shared_data):
+  from jax_structured import data  # pylint: disable=g-import-not-at-top
+  default = _config_file('configs/default.py')
+  config = config_lib.with_text_classification_data(default, str(shared_data / 'debian_descriptions'))
+  assert default.data.name == 'synthetic_trees'  # the input config is not modified
+  assert config.data.name == 'text_classification' and not config.data.split_sentences
+  assert config.data.batch_size == default.data.batch_size and config.model == default.model
+  task = data.load(config.data)
+  assert task.kind == 'sentence' and task.num_classes == 16 and len(task.splits['train']) == 9761
+  documents = config_lib.with_text_classification_data(_config_file('configs/liu_lapata/yelp13.py', 'tiny'),
+                                                       '/nowhere')
+  assert documents.data.split_sentences and documents.data.manual_dir == '/nowhere'

@@ -197,3 +197,39 @@ def with_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, An
     value = value.to_dict() if isinstance(value, ml_collections.ConfigDict) else value
     node[parts[-1]] = value
   return out
+
+
+# Loaders whose examples are documents (sentence-split); the others give single texts.
+_DOCUMENT_LOADERS = ('document_classification',)
+
+
+def with_text_classification_data(config: ml_collections.ConfigDict,
+                                   manual_dir: str) -> ml_collections.ConfigDict:
+  """The same launch on the user's own directory of `train`/`dev`/`test` TSV or JSONL files.
+
+  Replaces `config.data` by the `text_classification` loader's section at its defaults (min count 6,
+  lower-casing, ...; keys of the same name in other loaders can mean other things, e.g. the synthetic
+  generator's `max_length`) with `manual_dir`, the config's batch sizes, and sentence splitting when the
+  config's data was document level. The rest of the config (model, optimizer, train, variants) is
+  unchanged. To tune the loader's keys, write a config whose data section is `text_classification`
+  (e.g. configs/liu_lapata/debian.py).
+
+  Args:
+    config: a launch config (not modified).
+    manual_dir: directory with the user's files (see `data/builders/text_classification.py`).
+
+  Returns:
+    A new ConfigDict.
+  """
+  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
+  old = config.data
+  data = loaders.default_config('text_classification')
+  for key in ('batch_size', 'eval_batch_size'):
+    if key in old:
+      data[key] = old[key]
+  data.manual_dir = manual_dir
+  data.split_sentences = bool(old.get('split_sentences', False)) or old.name in _DOCUMENT_LOADERS
+  out = copy.deepcopy(config)
+  with out.unlocked():
+    out.data = data
+  return out
