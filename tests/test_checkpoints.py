@@ -9,14 +9,6 @@ import pytest
 
 import test_training_support as support
 from jax_structured import training
-from jax_structured import trees
-
-
-@pytest.fixture(autouse=True)
-def _mst(monkeypatch):
-  decoder, reason = support.mst_or_fake()
-  if reason:
-    monkeypatch.setattr(trees, 'mst', decoder)
 
 
 class Interrupt(Exception):
@@ -55,17 +47,8 @@ RESUME_CONFIG = {'train.num_epochs': 3, 'train.eval_every_steps': 4, 'train.chec
 
 @pytest.fixture(scope='module')
 def uninterrupted(tmp_path_factory):
-  if not support.mst_or_fake()[1] is None:
-    jax_mst = trees.mst
-    trees.mst = support.fake_mst
-  else:
-    jax_mst = None
-  try:
-    workdir = str(tmp_path_factory.mktemp('full'))
-    results = training.train_and_evaluate(support.make_config(**RESUME_CONFIG), workdir)
-  finally:
-    if jax_mst is not None:
-      trees.mst = jax_mst
+  workdir = str(tmp_path_factory.mktemp('full'))
+  results = training.train_and_evaluate(support.make_config(**RESUME_CONFIG), workdir)
   return workdir, results
 
 

@@ -101,9 +101,6 @@ def test_launchers_end_to_end(tmp_path):
       import sys
       sys.path.insert(0, {TESTS!r})
       import test_training_support
-      from jax_structured import trees
-      decoder, reason = test_training_support.mst_or_fake()
-      trees.mst = decoder
       def get_config():
         return test_training_support.make_config(**{{'train.num_steps': 2, 'train.eval_every_steps': 2,
                                                      'parallel': 'none'}})
@@ -123,8 +120,6 @@ def test_launchers_end_to_end(tmp_path):
       import runpy, sys
       sys.path.insert(0, {TESTS!r})
       import test_training_support
-      from jax_structured import trees
-      trees.mst = test_training_support.mst_or_fake()[0]
       sys.argv = ['launch.evaluate'] + sys.argv[1:]
       runpy.run_module('launch.evaluate', run_name='__main__')
   '''))

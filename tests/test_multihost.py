@@ -34,8 +34,6 @@ def _worker(process_id: int, port: int, workdir: str, out: str) -> None:
                                                num_processes=NUM_PROCESSES, process_id=process_id)
   assert jax.process_count() == NUM_PROCESSES and jax.device_count() == 4
   import test_training_support as support  # pylint: disable=g-import-not-at-top
-  from jax_structured import trees  # pylint: disable=g-import-not-at-top
-  trees.mst = support.mst_or_fake()[0]
   # 1. Lock-step steps through the Runner; every process saves ITS copy of the parameters.
   state, losses, _, runner = support.run_steps('shard_map', support.global_batches(3), STEPS_OVERRIDES)
   assert runner.num_shards == 4
@@ -54,11 +52,10 @@ def _free_port() -> int:
     return s.getsockname()[1]
 
 
-def test_two_processes_train_in_lock_step(tmp_path, monkeypatch):
+def test_two_processes_train_in_lock_step(tmp_path):
   import jax  # pylint: disable=g-import-not-at-top
   import test_training_support as support  # pylint: disable=g-import-not-at-top
   from jax_structured import training  # pylint: disable=g-import-not-at-top
-  from jax_structured import trees  # pylint: disable=g-import-not-at-top
 
   workdir, out = tmp_path / 'run', tmp_path / 'out'
   out.mkdir()
@@ -96,9 +93,6 @@ def test_two_processes_train_in_lock_step(tmp_path, monkeypatch):
   results = [json.load(open(out / f'results_{i}.json')) for i in range(NUM_PROCESSES)]
   assert results[0] == results[1] and results[0]['steps'] == 4
   assert json.load(open(workdir / 'metrics.json'))['test'] == results[0]['test']
-  decoder, reason = support.mst_or_fake()
-  if reason:
-    monkeypatch.setattr(trees, 'mst', decoder)
   single = training.train_and_evaluate(support.make_config(**TRAIN_OVERRIDES), str(tmp_path / 'single'))
   np.testing.assert_allclose(single['test']['loss'], results[0]['test']['loss'], rtol=1e-5)
   two = support.params_of(str(workdir))
