@@ -155,3 +155,24 @@ def test_text_classification_dir_swaps_the_data_section(shared_data):
   documents = config_lib.with_text_classification_data(_config_file('configs/liu_lapata/yelp13.py', 'tiny'),
                                                        '/nowhere')
   assert documents.data.split_sentences and documents.data.manual_dir == '/nowhere'
+
+
+def test_bucket_boundaries_can_be_set_from_the_command_line(tmp_path):
+  script = tmp_path / 'show.py'
+  script.write_text(textwrap.dedent('''
+      from absl import app
+      from ml_collections import config_flags
+      from jax_structured.data import loaders
+      CONFIG = config_flags.DEFINE_config_file('config', None)
+      def main(argv):
+        print('BUCKETS', loaders.validate_config(CONFIG.value.data, 'text_classification')['bucket_boundaries'])
+      app.run(main)
+  '''))
+  env = dict(os.environ, PYTHONPATH=REPO, JAX_PLATFORMS='cpu')
+  config = os.path.join(REPO, 'configs', 'liu_lapata', 'debian.py') + ':tiny'
+  for flag, expected in (([], 'None'), (['--config.data.bucket_boundaries=((6, 20), (20, 50))'],
+                                         '((6, 20), (20, 50))')):
+    out = subprocess.run([sys.executable, str(script), f'--config={config}', *flag], env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f'BUCKETS {expected}' in out.stdout

@@ -88,7 +88,12 @@ def default_config(name: str):
   import ml_collections  # pylint: disable=g-import-not-at-top
   if name not in LOADER_DEFAULTS:
     raise KeyError(f'unknown loader {name!r}; known: {sorted(LOADER_DEFAULTS)}')
-  return ml_collections.ConfigDict(_defaults(name))
+  config = ml_collections.ConfigDict(_defaults(name))
+  if config.bucket_boundaries is None:
+    # A typed placeholder, so that `--config.data.bucket_boundaries='((6, 20), (20, 50))'` works from
+    # the command line (ml_collections cannot override a plain None field).
+    config.bucket_boundaries = ml_collections.config_dict.placeholder(tuple)
+  return config
 
 
 def _defaults(name: str) -> dict[str, Any]:
