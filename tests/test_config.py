@@ -143,13 +143,14 @@ def _config_file(path, options=None):
   return module.get_config(options) if options is not None else module.get_config()
 
 
-def test_text_classification_dir_swaps_the_data_section(shared_data):
+def test_text_classification_dir_swaps_the_data_section(shared_data, tmp_path):
   from jax_structured import data  # pylint: disable=g-import-not-at-top
   default = _config_file('configs/default.py')
   config = config_lib.with_text_classification_data(default, str(shared_data / 'debian_descriptions'))
   assert default.data.name == 'synthetic_trees'  # the input config is not modified
   assert config.data.name == 'text_classification' and not config.data.split_sentences
   assert config.data.batch_size == default.data.batch_size and config.model == default.model
+  config.data.data_dir = str(tmp_path / 'tfds')  # not the user's ~/tensorflow_datasets
   task = data.load(config.data)
   assert task.kind == 'sentence' and task.num_classes == 16 and len(task.splits['train']) == 9761
   documents = config_lib.with_text_classification_data(_config_file('configs/liu_lapata/yelp13.py', 'tiny'),
