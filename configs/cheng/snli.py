@@ -37,6 +37,7 @@ import pathlib
 import ml_collections
 
 from jax_structured.data import loaders
+from jax_structured.models import lstmn as lstmn_models
 from jax_structured.models import liu_lapata
 from jax_structured.training import config as training_config
 
@@ -117,15 +118,5 @@ def get_config(options=''):
       config.variants[name] = {'model': {'fusion': name}}
 
   if tiny:
-    if not glove:
-      config.data.embeddings = ''
-    config.data.embedding_dim = 16
-    config.data.batch_size = 16
-    config.model.embedding_dim = 16
-    config.model.hidden_size = 16
-    config.model.mlp_size = 16
-    config.train.num_epochs = 1
-    config.train.num_steps = 40
-    config.train.eval_batch_size = 64
-    config.train.log_every_steps = 10
+    lstmn_models.shrink_classifier_config(config, batch_size=16, keep_embeddings=bool(glove))
   return config

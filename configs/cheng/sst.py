@@ -27,6 +27,7 @@ Options (comma-separated, after the file name):
 import ml_collections
 
 from jax_structured.data import loaders
+from jax_structured.models import lstmn as lstmn_models
 from jax_structured.training import config as training_config
 
 MODELS = {'lstmn1': ('lstmn', 1), 'lstmn2': ('lstmn', 2), 'lstm1': ('lstm', 1), 'lstm2': ('lstm', 2)}
@@ -104,15 +105,5 @@ def get_config(options=''):
       config.variants[name] = {'model': {'cell': c, 'num_layers': n}}
 
   if tiny:
-    if not glove:
-      config.data.embeddings = ''
-    config.data.embedding_dim = 16
-    config.data.batch_size = 8
-    config.model.embedding_dim = 16
-    config.model.hidden_size = 16
-    config.model.mlp_size = 16
-    config.train.num_epochs = 1
-    config.train.num_steps = 40
-    config.train.eval_batch_size = 64
-    config.train.log_every_steps = 10
+    lstmn_models.shrink_classifier_config(config, batch_size=8, keep_embeddings=bool(glove))
   return config

@@ -7,14 +7,9 @@ Data: Yelp 2013 reviews in the split of Tang et al. (2015a), 80/10/10 (`document
 shipped: put the upstream files in ~/tensorflow_datasets/downloads/manual/yelp13 or set
 `--config.data.manual_dir` (the builder's MANUAL_DOWNLOAD_INSTRUCTIONS say where to get them).
 
-Model and training as in sec. 4.2: words seen more than five times (min_count 6, others -> UNK),
-200-d word2vec vectors trained on the train + dev splits, sentence- and document-level BiLSTMs with
-hidden size 100 per direction split into 75 semantic + 25 structure features (eq. 7), dropout 0.3 on
-the input and output layers, Adagrad with learning rate 0.05, L2 1e-4 on every parameter except the
-word embeddings, mini-batches of 32 documents grouped by length (the loader's buckets). The paper does
-not name the pooling; max pooling at both levels is the default of the authors' released code (30
-epochs there; we stop early on dev accuracy). Documents are truncated to 100 sentences of
-200 words to bound the padded shapes (counted in TaskData.skipped).
+Model and training: sec. 4.2 of the paper, as `jax_structured.models.liu_lapata.document_config`
+sets them (its docstring lists every setting: min count, word2vec, BiLSTM split, dropout, Adagrad, L2,
+batches, pooling, truncation).
 
 Options (comma-separated after the file name):
   ''                                 `variants`: the five Table 4 rows side by side (none, simple,

@@ -24,7 +24,7 @@ from jax_structured.nn import lstmn as lstmn_lib
 from jax_structured.nn import pooling
 from jax_structured.nn.embedding import WordEmbedding
 
-__all__ = ['LanguageModel', 'SentenceClassifier', 'PairClassifier']
+__all__ = ['LanguageModel', 'SentenceClassifier', 'PairClassifier', 'shrink_classifier_config']
 
 
 def _embedding(module):
@@ -136,3 +136,22 @@ class PairClassifier(nn.Module):
     features = jnp.concatenate([pooling.masked_mean(p_hidden, p_len),
                                 pooling.masked_mean(h_hidden, h_len)], -1)
     return _mlp(features, self.mlp_size, self.num_classes, self.dropout_rate, train)
+
+
+def shrink_classifier_config(config, *, batch_size: int, keep_embeddings: bool) -> None:
+  """Makes a Table 2/3 classifier config (`configs/cheng/{sst,snli}.py`) CPU-smoke-run sized, in place.
+
+  16-d embeddings and hidden/MLP sizes, 40 steps of one epoch; the embeddings setting becomes random
+  init ('') unless `keep_embeddings` (a user-given `glove=` vector file stays configured).
+  """
+  if not keep_embeddings:
+    config.data.embeddings = ''
+  config.data.embedding_dim = 16
+  config.data.batch_size = batch_size
+  config.model.embedding_dim = 16
+  config.model.hidden_size = 16
+  config.model.mlp_size = 16
+  config.train.num_epochs = 1
+  config.train.num_steps = 40
+  config.train.eval_batch_size = 64
+  config.train.log_every_steps = 10
