@@ -9,7 +9,6 @@ variant into `<workdir>/<name>` and writes a side-by-side comparison.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import os
 import time
@@ -568,21 +567,32 @@ def _restore_checkpoint(workdir: str, run_info: dict, target, checkpoint: str | 
   return step, state
 
 
-def _load_split(config: ml_collections.ConfigDict, vocab, split: str):
-  """Loads only `split` with the saved vocabulary when the data loader supports it."""
+def load_split(config: ml_collections.ConfigDict, vocab, split: str):
+  """The `split` of a trained run's data, checked against the vocabulary saved with the run.
+
+  Args:
+    config: the run's resolved config (`Trained.config`).
+    vocab: the saved vocabulary (`Trained.vocab`).
+    split: 'train', 'validation' (alias 'dev') or 'test'.
+
+  Returns:
+    The `data.Split`.
+
+  Raises:
+    ValueError when the loader rebuilds a different vocabulary (token ids would not match the model);
+    KeyError naming the known splits when `split` does not exist.
+  """
   from jax_structured import data  # pylint: disable=g-import-not-at-top
-  params = inspect.signature(data.load).parameters
-  if 'vocab' in params and 'splits' in params:
-    task_data = data.load(config.data, vocab=vocab, splits=(split,))
-  else:
-    task_data = data.load(config.data)
-    if list(task_data.vocab.tokens) != list(vocab.tokens):
-      raise ValueError('the data loader rebuilt a vocabulary that differs from the one saved in the '
-                       'workdir (vocab.json): token ids would not match the trained model')
-  if split not in task_data.splits:
+  task_data = data.load(config.data)
+  if list(task_data.vocab.tokens) != list(vocab.tokens):
+    raise ValueError(f'the data of config.data.name={config.data.name!r} gives a vocabulary that differs '
+                     'from the one saved in the workdir (vocab.json): token ids would not match the '
+                     'trained model')
+  name = 'validation' if split == 'dev' else split
+  if name not in task_data.splits:
     raise KeyError(f'config.data.name={config.data.name!r} has no split {split!r} '
                    f'(splits: {sorted(task_data.splits)})')
-  return task_data.splits[split]
+  return task_data.splits[name]
 
 
 def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best') -> dict[str, Any]:
@@ -598,7 +608,7 @@ def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best
   config, files, _, setup = _restore_setup(workdir, mode=config_lib.parallel_mode(
       ckpt_lib.read_config(workdir)))
   step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
-  data_split = _load_split(config, files['vocab'], split)
+  data_split = load_split(config, files['vocab'], split)
   train_cfg = config_lib.train_config(config)
   batch_size = train_cfg.eval_batch_size or int(config.data.batch_size)
   result = {'split': split, 'step': step, 'checkpoint': str(checkpoint),

@@ -247,21 +247,13 @@ def render_attention(workdir: str, split: str = 'validation', *, num_sentences: 
     ValueError: the model sows no `intra_attention` (not an LSTMN), or the data's vocabulary differs
       from the one saved in the workdir; KeyError: unknown split.
   """
-  from jax_structured import data  # pylint: disable=g-import-not-at-top
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   if num_sentences < 1:
     raise ValueError(f'num_sentences must be >= 1, got {num_sentences}')
   trained = training.load_trained(workdir, checkpoint=checkpoint)
   config = trained.config
-  task_data = data.load(config.data)
-  if list(task_data.vocab.tokens) != list(trained.vocab.tokens):
-    raise ValueError(f'the data of config.data.name={config.data.name!r} gives a vocabulary that differs '
-                     f'from {workdir}/vocab.json (token ids would not match the trained model)')
-  name = 'validation' if split == 'dev' else split
-  if name not in task_data.splits:
-    raise KeyError(f'no split {split!r} in {config.data.name!r} (splits: {sorted(task_data.splits)})')
-  sentences = sentences_of_split(task_data.kind, task_data.splits[name].examples, trained.vocab,
-                                 num_sentences)
+  data_split = training.load_split(config, trained.vocab, split)
+  sentences = sentences_of_split(data_split.kind, data_split.examples, trained.vocab, num_sentences)
   output_dir = output_dir or os.path.join(workdir, f'attention_{split}')
   os.makedirs(output_dir, exist_ok=True)
   variables = jax.device_put(trained.variables)

@@ -309,25 +309,19 @@ def induce_trees(workdir: str, split: str = 'test', *, num_pictures: int = 5,
     ValueError: when the model sows no attention scores (attention 'none'), or the reference file does
       not match the split (names the file and the tree).
   """
-  from jax_structured import data  # pylint: disable=g-import-not-at-top
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   trained = training.load_trained(workdir, checkpoint=checkpoint)
   config = trained.config
   output_dir = output_dir or os.path.join(workdir, f'trees_{split}')
   os.makedirs(output_dir, exist_ok=True)
-  task_data = data.load(config.data)
-  if list(task_data.vocab.tokens) != list(trained.vocab.tokens):
-    raise ValueError(f'the data of config.data.name={config.data.name!r} gives a vocabulary that '
-                     f'differs from {workdir}/ (token ids would not match the trained model)')
-  if split not in task_data.splits:
-    raise KeyError(f'no split {split!r} in {config.data.name!r} (splits: {sorted(task_data.splits)})')
+  data_split = training.load_split(config, trained.vocab, split)
   batch_size = int(config.train.get('eval_batch_size', 0) or config.data.batch_size)
   single_root = bool(config.model.get('single_root', True))
   decode = make_decoder(trained.model, single_root=single_root)
   variables = jax.device_put(trained.variables)
 
   per_level: dict[str, dict[str, list]] = {}
-  for batch in task_data.splits[split].batches(batch_size, shuffle=False):
+  for batch in data_split.batches(batch_size, shuffle=False):
     model_batch = {k: v for k, v in batch.items() if k != 'example_index'}
     logits, levels = decode(variables, model_batch)
     if not levels:
