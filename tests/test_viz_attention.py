@@ -1,9 +1,11 @@
 """LSTMN intra-attention pictures (Cheng et al. 2016, Figures 4-5): SVG structure, model plumbing, CLI."""
 import importlib.util
+import os
 import pathlib
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
-from absl import flags
 import jax
 import jax.numpy as jnp
 import ml_collections
@@ -134,14 +136,16 @@ def test_render_attention_from_a_trained_workdir(fixtures_dir, tmp_path):
   assert index.count('<svg') == 4 and 'LSTMN intra-attention' in index
 
   # The command line writes the same pictures.
-  from launch import show_attention  # pylint: disable=g-import-not-at-top
+  # (A subprocess: the launchers define absl flags at import, and another test imports
+  # launch.induce_trees, whose flags share these names, into the same pytest worker.)
   out = tmp_path / 'cli'
-  flags.FLAGS(['show_attention', f'--workdir={workdir}', '--split=test', '--num_sentences=1',
-               f'--output_dir={out}'])
-  try:
-    show_attention.main(['show_attention'])
-  finally:
-    flags.FLAGS.unparse_flags()
+  repo = pathlib.Path(__file__).resolve().parents[1]
+  proc = subprocess.run([sys.executable, '-m', 'launch.show_attention', f'--workdir={workdir}',
+                         '--split=test', '--num_sentences=1', f'--output_dir={out}'],
+                        cwd=repo, capture_output=True, text=True, timeout=300, check=False,
+                        env={**os.environ, 'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower(),
+                             'JAX_DISABLE_MOST_OPTIMIZATIONS': 'true'})
+  assert proc.returncode == 0, proc.stderr[-3000:]
   assert sorted(p.name for p in out.glob('*.svg')) == ['sentence_000_encoder_layer_0.svg',
                                                       'sentence_000_encoder_layer_1.svg']
   assert (out / 'index.html').exists()
