@@ -213,13 +213,18 @@ def _marginals_from_inverse(arc_potentials, root_potentials, inverse, single_roo
 # Exact fallback for sharp scores: GTH-style elimination (no cancellation anywhere).
 
 
-def _log_add(a, b):
-  """log(exp(a) + exp(b)) elementwise, with finite derivatives of any order also where both are -inf."""
-  top = lax.stop_gradient(jnp.maximum(a, b))
+def _log_sum(x):
+  """log sum_i exp(x[i]) over axis 0, -inf where all are -inf, with finite derivatives of any order."""
+  top = lax.stop_gradient(jnp.max(x, axis=0))
   top = jnp.where(jnp.isfinite(top), top, 0.0)
-  total = jnp.exp(a - top) + jnp.exp(b - top)
+  total = jnp.sum(jnp.exp(x - top), axis=0)
   positive = total > 0
   return jnp.where(positive, top + jnp.log(jnp.where(positive, total, 1.0)), -jnp.inf)
+
+
+def _log_add(a, b):
+  """log(exp(a) + exp(b)) elementwise (`_log_sum` of the pair)."""
+  return _log_sum(jnp.stack([a, b]))
 
 
 def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
@@ -259,7 +264,7 @@ def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
   def step(carry, _):
     log_weights, log_excess, log_first_order, remaining, log_z = carry
     heads = jnp.where(remaining[:, None], log_weights, minus_inf)
-    log_pivots = _log_add(log_excess, _log_sum_columns(heads))
+    log_pivots = _log_sum(jnp.concatenate([log_excess[None], heads]))
     # A remaining word with a zero pivot still beats every eliminated word.
     k = jnp.argmax(jnp.where(remaining, jnp.maximum(log_pivots, lowest), minus_inf))
     count = jnp.sum(remaining)
@@ -279,15 +284,6 @@ def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
   init = (arc_scores, log_excess, root_scores, mask, jnp.zeros((), arc_scores.dtype))
   (_, _, _, _, log_z), _ = lax.scan(step, init, None, length=n)
   return log_z
-
-
-def _log_sum_columns(x):
-  """log sum_i exp(x[i, j]) for [n, n] x, -inf for all -inf columns, with finite derivatives."""
-  top = lax.stop_gradient(jnp.max(x, axis=0))
-  top = jnp.where(jnp.isfinite(top), top, 0.0)
-  total = jnp.sum(jnp.exp(x - top), axis=0)
-  positive = total > 0
-  return jnp.where(positive, top + jnp.log(jnp.where(positive, total, 1.0)), -jnp.inf)
 
 
 def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root):
