@@ -276,7 +276,8 @@ def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
     log_weights = jnp.where(off_diagonal, _log_add(log_weights, column[:, None] + scaled_row[None, :]),
                             minus_inf)
     log_excess = _log_add(log_excess, scaled_row + log_excess[k])
-    log_first_order = _log_add(log_first_order, scaled_row + log_first_order[k])
+    if single_root:  # the first-order excess only exists in the single-root case
+      log_first_order = _log_add(log_first_order, scaled_row + log_first_order[k])
     log_z = log_z + jnp.where(count > 0, value, 0.0)
     return (log_weights, log_excess, log_first_order, remaining & (jnp.arange(n) != k), log_z), None
 
