@@ -10,6 +10,7 @@ import json
 import pathlib
 import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -161,6 +162,20 @@ def test_rebuilds_when_source_files_change(tmp_path):
   # Without manual_dir the prepared data is read as is.
   assert builders.load_examples('ptb_lm', 'train', manual_dir=None, data_dir=tmp_path / 'tfds') == second
 
+
+
+def test_building_leaves_no_temporary_directories(tmp_path, monkeypatch):
+  # TFDS makes a mkdtemp('tfds') directory whenever an unprepared builder is constructed and
+  # leaves it behind when the data set is not on gs://tfds-data (ours never are).
+  scratch = tmp_path / 'scratch'
+  scratch.mkdir()
+  monkeypatch.setattr(tempfile, 'tempdir', str(scratch))
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  (manual / 'ptb.train.txt').write_text(' a b \n')
+  assert builders.load_examples('ptb_lm', 'train', manual_dir=manual,
+                                data_dir=tmp_path / 'tfds') == [{'text': ' a b '}]
+  assert sorted(p.name for p in scratch.iterdir()) == []
 
 # ---------------------------------------------------------------------------------------- TREC
 

@@ -194,7 +194,7 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     return epath.Path(inspect.getfile(cls))
 
   def _info(self) -> tfds.core.DatasetInfo:
-    return tfds.core.DatasetInfo(
+    return _LocalDatasetInfo(
         builder=self,
         description=self.DESCRIPTION,
         features=tfds.features.FeaturesDict(self.features()),
@@ -218,3 +218,17 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     for key, example in enumerate(self._examples(split, files, dropped)):
       yield key, example
     self.info.metadata['dropped'][split] = dict(sorted(dropped.items()))
+
+
+class _LocalDatasetInfo(tfds.core.DatasetInfo):
+  """DatasetInfo of a data set built only from local files.
+
+  TFDS' `initialize_from_bucket` (called when a builder is made before its data set is prepared)
+  creates a `tempfile.mkdtemp('tfds')` directory before it looks for gs://tfds-data metadata, and
+  leaves it behind when there is none: one empty /tmp directory per unprepared builder. Our data sets
+  are never on that bucket, so there is nothing to initialise from.
+  """
+
+  def initialize_from_bucket(self) -> None:
+    return None
+
