@@ -42,7 +42,8 @@ Numerics (all exact, no eps, no clamping of scores):
   whose log Z and autodiff marginals matched 80-digit and enumeration references to a few ulps up
   to |scores| ~ 200. The exact path is a `lax.cond` that runs only when some batch element needs
   it (inside a user's `vmap` it becomes a select and always runs); it costs about 20x the LU path.
-  `sample` still uses the LU inverse.
+  `sample` draws from the same two paths: the LU inverse with Sherman-Morrison updates, and for the
+  sentences the estimate sends to the exact path, conditionals from the elimination (O(n^4) per tree).
 * One LU factorisation (`jax.lax.linalg.lu`, partial pivoting) gives both `log|det|` and the inverse.
   `_logdet_and_inverse` carries a `jax.custom_jvp` with the closed forms
   `d log det L = tr(L^-1 dL)` and `d L^-1 = -L^-1 dL L^-1`, so gradients of `log_partition` reuse the
@@ -519,14 +520,50 @@ def _laplacian_column(arc_column, root_potential, m, single_root):
   return -arc_column + e_m * (jnp.sum(arc_column) + root_potential)
 
 
+def _draw_head(key, arc_probs, root_prob, top, m, root_taken, single_root):
+  """Draws the head of word m from its conditional probabilities; only heads that keep a tree.
+
+  Whatever rounding did to the probabilities, a head whose chain of already-drawn heads leads back
+  to m (`top[h] == m`: a cycle) and, single root, a second ROOT child are never drawn: their exact
+  probability is 0, and a sample is always a tree.
+
+  Args:
+    key: PRNG key.
+    arc_probs: [n] P(h -> m | heads drawn so far); root_prob: [] P(ROOT -> m | ...).
+    top: [n] int, the word at the top of each word's chain of drawn heads (n for ROOT).
+    m: the word; root_taken: [] bool, a word already hangs from ROOT.
+    single_root: root mode.
+
+  Returns:
+    (choice in 0..n (n = ROOT), updated top, updated root_taken, error): `error` is how far the
+    given probabilities are from a distribution over the heads that keep a tree (|their sum - 1| plus
+    the mass given to the others), a measure of the rounding in them (NaN if they are).
+  """
+  n = arc_probs.shape[-1]
+  probs = jnp.concatenate([arc_probs, root_prob[None]])
+  closes_cycle = jnp.concatenate([top == m, jnp.zeros((1,), bool)])
+  if single_root:
+    closes_cycle = closes_cycle.at[n].set(root_taken)
+  kept = jnp.where(closes_cycle, 0.0, probs)
+  error = jnp.abs(jnp.sum(kept) - 1.0) + jnp.sum(jnp.abs(jnp.where(closes_cycle, probs, 0.0)))
+  # Rounding can make an allowed option's probability a tiny negative; forbidden ones are exactly 0.
+  logits = jnp.log(jnp.maximum(kept, 0.0))  # log(0) = -inf: never drawn.
+  choice = jax.random.categorical(key, logits)
+  is_root = choice == n
+  new_top = jnp.where(is_root, n, top[jnp.minimum(choice, n - 1)])
+  return choice, jnp.where(top == m, new_top, top), root_taken | is_root, error
+
+
 def _sample_one(key, arc_potentials, root_potentials, inverse, mask, single_root):
-  """One exact sample for one sentence by sequential conditioning (chain rule over modifiers).
+  """One sample for one sentence by sequential conditioning (chain rule over modifiers).
 
   Modifier m = 0, 1, ... draws its head from P(head(m) = . | heads of 0..m-1) (the marginals of the
   conditioned distribution, Koo et al. formulas), then its Laplacian column is replaced by the column
-  of the chosen arc alone; the inverse is updated by Sherman-Morrison (O(n^2) per word, O(n^3) per
-  tree, the scheme of Colbourn, Myrvold & Neufeld 1996). The denominator `1 + X[m] . u` equals the
-  probability of the drawn head, so it is positive.
+  of the chosen arc alone, with potential 1; the inverse is updated by Sherman-Morrison (O(n^2) per
+  word, O(n^3) per tree, the scheme of Colbourn, Myrvold & Neufeld 1996). The denominator
+  `1 + X[m] . u` is the probability of the drawn head over its potential, so it is positive. Exact up
+  to the rounding of the inverse, which the returned error measures (`sample` sends the samples
+  where it is too large to `_sample_one_exact`).
 
   Args:
     key: PRNG key.
@@ -534,11 +571,12 @@ def _sample_one(key, arc_potentials, root_potentials, inverse, mask, single_root
     single_root: root mode.
 
   Returns:
-    heads [n] int32 (-1 for ROOT and padding).
+    (heads [n] int32 (-1 for ROOT and padding), [] the largest `_draw_head` error of the draws).
   """
   n = mask.shape[-1]
 
-  def step(inverse, m):
+  def step(carry, m):
+    inverse, top, root_taken, worst = carry
     row = inverse[m]
     arc_column = arc_potentials[:, m]
     if single_root:
@@ -548,24 +586,68 @@ def _sample_one(key, arc_potentials, root_potentials, inverse, mask, single_root
     else:
       arc_probs = arc_column * (row[m] - row)
       root_prob = root_potentials[m] * row[m]
-    probs = jnp.concatenate([arc_probs, root_prob[None]])
-    # Rounding can make an allowed option's probability a tiny negative; forbidden ones are exactly 0.
-    probs = jnp.maximum(probs, 0.0)
-    logits = jnp.log(probs)  # log(0) = -inf: never drawn.
-    choice = jax.random.categorical(jax.random.fold_in(key, m), logits)
+    choice, new_top, new_root_taken, error = _draw_head(jax.random.fold_in(key, m), arc_probs,
+                                                        root_prob, top, m, root_taken, single_root)
     is_root = choice == n
     chosen = jnp.arange(n) == choice
-    new_column = _laplacian_column(jnp.where(chosen, arc_column, 0.0),
-                                   jnp.where(is_root, root_potentials[m], 0.0), m, single_root)
+    # The drawn arc's potential is a constant factor of every remaining tree, so it is set to 1:
+    # keeping a small one made the conditioned Laplacian badly scaled, and the Sherman-Morrison error
+    # grew ~100x faster (n = 200, N(0, 3^2) scores, float32: normalisation errors up to 4e-3 vs 3e-5).
+    new_column = _laplacian_column(chosen.astype(arc_column.dtype), is_root.astype(arc_column.dtype),
+                                   m, single_root)
     old_column = _laplacian_column(arc_column, root_potentials[m], m, single_root)
     u = new_column - old_column
     denominator = 1.0 + row @ u
     updated = inverse - jnp.outer(inverse @ u, row) / denominator
     real = mask[m]
     head = jnp.where(real & ~is_root, choice, -1).astype(jnp.int32)
-    return jnp.where(real, updated, inverse), head
+    carry = (jnp.where(real, updated, inverse), jnp.where(real, new_top, top),
+             jnp.where(real, new_root_taken, root_taken),
+             jnp.where(real & ~(error <= worst), error, worst))  # NaN errors stick
+    return carry, head
 
-  _, heads = lax.scan(step, inverse, jnp.arange(n))
+  init = (inverse, jnp.arange(n), jnp.zeros((), bool), jnp.zeros((), inverse.dtype))
+  (_, _, _, worst), heads = lax.scan(step, init, jnp.arange(n))
+  return heads, worst
+
+
+def _sample_one_exact(key, arc_scores, root_scores, mask, single_root):
+  """`_sample_one` with the conditionals from the exact elimination, for sharp scores.
+
+  Each step takes the marginals of the conditioned distribution as the gradient of
+  `_eliminate_sentence` (the drawn columns reduced to their one arc), so nothing is lost to rounding:
+  O(n^3) per word, O(n^4) per tree.
+
+  Args:
+    key: PRNG key (the same draws as `_sample_one` would make from exact conditionals).
+    arc_scores: [n, n] log-potentials, -inf on the diagonal, on padding and on forbidden arcs.
+    root_scores: [n] log-potentials, -inf on padding.
+    mask: [n] bool; single_root: root mode.
+
+  Returns:
+    heads [n] int32 (-1 for ROOT and padding).
+  """
+  n = mask.shape[-1]
+  conditionals = jax.grad(lambda arc, root: _eliminate_sentence(arc, root, mask, single_root),
+                          argnums=(0, 1))
+
+  def step(carry, m):
+    arc, root, top, root_taken = carry
+    arc_marginals, root_marginals = conditionals(arc, root)
+    choice, new_top, new_root_taken, _ = _draw_head(
+        jax.random.fold_in(key, m), arc_marginals[:, m], root_marginals[m], top, m, root_taken,
+        single_root)
+    is_root = choice == n
+    real = mask[m]
+    keep = (jnp.arange(n) == choice) | ~real
+    arc = arc.at[:, m].set(jnp.where(keep, arc[:, m], -jnp.inf))
+    root = root.at[m].set(jnp.where(is_root | ~real, root[m], -jnp.inf))
+    head = jnp.where(real & ~is_root, choice, -1).astype(jnp.int32)
+    carry = (arc, root, jnp.where(real, new_top, top), jnp.where(real, new_root_taken, root_taken))
+    return carry, head
+
+  init = (arc_scores, root_scores, jnp.arange(n), jnp.zeros((), bool))
+  _, heads = lax.scan(step, init, jnp.arange(n))
   return heads
 
 
@@ -574,7 +656,10 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
 
   Sequential conditioning with Sherman-Morrison updates of the Laplacian inverse (see
   `_sample_one`): O(n^3) per tree after one O(n^3) factorisation shared by all samples of a
-  sentence, a fixed-length `lax.scan` on device (no host callback, no rejection).
+  sentence, a fixed-length `lax.scan` on device (no host callback, no rejection). Sentences whose
+  LU error estimate is too large for `marginals` (sharp scores, see the module docstring) draw their
+  conditionals from the exact elimination instead (`_sample_one_exact`, O(n^4) per tree; a
+  `lax.cond` that runs only when some sentence needs it).
 
   Args:
     key: a `jax.random` key.
@@ -586,18 +671,19 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
 
   Returns:
     heads int32, [..., n] if `num_samples` is None else [num_samples, ..., n]; -1 for ROOT and at
-    padded positions. A batch element whose `log_partition` is NaN gives meaningless heads.
-    The conditional probabilities come from the LU inverse, so for sharp scores that `marginals`
-    sends to its exact path (see the module docstring) the draws are approximate.
+    padded positions. Every sample is a tree of the root mode (a head that would close a cycle, or a
+    second ROOT child, is never drawn). A batch element whose `log_partition` is NaN or -inf gives
+    meaningless heads.
   """
   if num_samples is not None and (not isinstance(num_samples, int) or num_samples < 1):
     raise ValueError(f'num_samples must be None or a positive int, got {num_samples!r}')
   arc_scores, root_scores, _, mask = _prepare(arc_scores, root_scores, lengths)
+  arc_scores = lax.stop_gradient(arc_scores)
+  root_scores = lax.stop_gradient(root_scores)
   arc_potentials, root_potentials, _ = _potentials(arc_scores, root_scores, mask)
-  arc_potentials = lax.stop_gradient(arc_potentials)
-  root_potentials = lax.stop_gradient(root_potentials)
   lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
   _, inverse = _lu_logdet_and_inverse(lap)
+  exact = _needs_exact(lap, inverse)
 
   batch_shape = mask.shape[:-1]
   n = mask.shape[-1]
@@ -605,12 +691,23 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
   for d in batch_shape:
     size *= d
   flat = lambda x, tail: x.reshape((size,) + tail)
-  one = functools.partial(_sample_one, single_root=single_root)
-  per_sentence = jax.vmap(one)  # over the flattened batch
-  args = (flat(arc_potentials, (n, n)), flat(root_potentials, (n,)), flat(inverse, (n, n)),
-          flat(mask, (n,)))
+  flat_mask = flat(mask, (n,))
   count = 1 if num_samples is None else num_samples
   keys = jax.random.split(key, (count, size))
-  heads = jax.vmap(lambda k: per_sentence(k, *args))(keys)  # [count, size, n]
+  fast = jax.vmap(functools.partial(_sample_one, single_root=single_root))  # over the flat batch
+  args = (flat(arc_potentials, (n, n)), flat(root_potentials, (n,)), flat(inverse, (n, n)), flat_mask)
+  heads, worst = jax.vmap(lambda k: fast(k, *args))(keys)  # [count, size, n], [count, size]
+  # Sherman-Morrison updates can lose accuracy as the conditioning goes on even where the first
+  # inverse was fine; the conditionals' sum is a free check (it is 1 in exact arithmetic).
+  exact = flat(exact, ())[None, :] | ~(worst < 6 * jnp.sqrt(jnp.finfo(worst.dtype).eps))
+
+  def use_exact(heads):
+    slow = jax.vmap(functools.partial(_sample_one_exact, single_root=single_root))
+    exact_args = (jnp.where(_arc_mask(flat_mask), flat(arc_scores, (n, n)), -jnp.inf),
+                  jnp.where(flat_mask, flat(root_scores, (n,)), -jnp.inf), flat_mask)
+    exact_heads = jax.vmap(lambda k: slow(k, *exact_args))(keys)
+    return jnp.where(exact[..., None], exact_heads, heads)
+
+  heads = lax.cond(jnp.any(exact), use_exact, lambda heads: heads, heads)
   heads = heads.reshape((count,) + batch_shape + (n,))
   return heads[0] if num_samples is None else heads
