@@ -633,6 +633,9 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   workdir = tmp_path / 'run'
   metrics = training.train_and_evaluate(config, str(workdir))
   assert 0 <= metrics['validation']['las'] <= metrics['validation']['uas'] <= 1
+  # The workdir keeps what rebuilds the model (vocabularies, relation names), not the treebank.
+  assert set(json.loads((workdir / 'extras.json').read_text())) == {
+      'tag_vocab', 'relation_vocab', 'relation_names'}
   raw = tmp_path / 'in.txt'
   raw.write_text("The cat sat.\nA hearing is scheduled on the issue today.\nI don't like dogs.\n",
                  encoding='utf-8')

@@ -529,9 +529,8 @@ def load_universal_dependencies(config) -> core.TaskData:
   Examples: `tokens` (word ids), `tags` (UPOS, or XPOS with `tags='xpos'`, ids of
   `extras['tag_vocab']`), `heads` (0-based, -1 = ROOT: the CoNLL-U HEAD minus one) and `relations`
   (ids of `extras['relation_vocab']`, names `extras['relation_names']`; `<pad>` = 0 and `<unk>` = 1
-  for relations unseen in train). `extras['raw'][split][i]` keeps example i's sent_id, text, tokens,
-  lemmas, upos, xpos and deprels for writing CoNLL-U. `strip_relation_subtypes` maps `nsubj:pass` to
-  `nsubj`.
+  for relations unseen in train). `strip_relation_subtypes` maps `nsubj:pass` to `nsubj`. (Parses
+  are written as CoNLL-U by `models.parser.to_conllu` from the input file's own rows.)
   """
   cfg = validate_config(config, 'universal_dependencies')
   if cfg['tags'] not in ('upos', 'xpos'):
@@ -571,36 +570,10 @@ def load_universal_dependencies(config) -> core.TaskData:
       'tag_vocab': tag_vocab,
       'relation_vocab': relation_vocab,
       'relation_names': list(relation_vocab.tokens),
-      'raw': {s: [{k: r[k] for k in ('sent_id', 'text', 'tokens', 'lemmas', 'upos', 'xpos',
-                                     'deprels') if k in r} for r in records]
-              for s, records in data.items()},
   }
   return _finish('universal_dependencies', 'parse', cfg, vocab, [], examples, skipped,
                  lambda: [words(r) for s in ('train', 'validation') for r in data.get(s, [])],
                  extras=extras)
-
-
-def conllu_sentence(raw: dict, heads: Sequence[int], relations: Sequence[str]) -> str:
-  """One CoNLL-U sentence block (with a trailing blank line) from kept raw columns and predictions.
-
-  Args:
-    raw: an entry of `TaskData.extras['raw'][split]` (tokens, lemmas, upos, xpos, sent_id, text).
-    heads: int[n] predicted heads in the `trees` convention (0-based, -1 = ROOT).
-    relations: n relation names.
-
-  Returns:
-    The CoNLL-U text: `# sent_id`, `# text`, then ID FORM LEMMA UPOS XPOS _ HEAD DEPREL _ _ rows.
-  """
-  n = len(raw['tokens'])
-  if len(heads) < n or len(relations) < n:
-    raise ValueError(f'sentence {raw.get("sent_id")!r} has {n} tokens, got {len(heads)} heads and '
-                     f'{len(relations)} relations')
-  lines = [f'# sent_id = {raw.get("sent_id", "")}', f'# text = {raw.get("text", "")}']
-  for i in range(n):
-    lines.append('\t'.join([str(i + 1), raw['tokens'][i], raw.get('lemmas', ['_'] * n)[i],
-                            raw.get('upos', ['_'] * n)[i], raw.get('xpos', ['_'] * n)[i], '_',
-                            str(int(heads[i]) + 1), relations[i], '_', '_']))
-  return '\n'.join(lines) + '\n\n'
 
 
 # --------------------------------------------------------------------------------------------------
