@@ -46,8 +46,9 @@ def to_host(tree: Any) -> Any:
 class Runner:
   """Places states and batches and runs compiled steps for one parallel mode.
 
-  shard_map runs with `check_vma=False`: model code (Flax scans with zero initial carries, on-device
-  tree decoders' while loops) need not annotate device-varying values; the steps make every output
+  shard_map runs with `check_vma=False`: model code (Flax scans with zero initial carries) need not
+  annotate device-varying values (the `trees` functions do, so they also run under a user's
+  `check_vma=True`); the steps make every output
   replicated themselves (psum / pmean), which the equivalence tests check.
 
   Args:

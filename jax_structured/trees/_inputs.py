@@ -47,3 +47,38 @@ def check_scores(arc_scores, root_scores, lengths):
         raise ValueError(f'lengths must lie in [0, {n}] (n = arc_scores.shape[-1]), got values in '
                          f'[{values.min()}, {values.max()}]')
   return arc_scores.astype(dtype), root_scores.astype(dtype), lengths
+
+
+def vary_like(tree, *likes):
+  """`tree` (a loop's initial carry) made varying over the mesh axes any of `likes` varies over.
+
+  Inside a user's `shard_map` (with its default `check_vma=True`), a `lax.scan` / `while_loop` whose
+  carry starts from constants (zeros, `arange`) but is updated from the sharded scores would have a
+  carry type that changes in the loop, which JAX rejects. Outside `shard_map` (or for values that
+  already vary) this is the identity.
+
+  Args:
+    tree: a pytree of arrays.
+    likes: arrays whose varying manual axes the carry must share (e.g. the scores).
+
+  Returns:
+    `tree` with every leaf varying over the union of the `likes`' varying axes.
+  """
+  want = frozenset()
+  for like in likes:
+    want |= _varying_axes(like)
+  if not want:
+    return tree
+
+  def vary(leaf):
+    missing = tuple(sorted(want - _varying_axes(leaf)))
+    return jax.lax.pcast(leaf, missing, to='varying') if missing else leaf
+
+  return jax.tree.map(vary, tree)
+
+
+def _varying_axes(x) -> frozenset:
+  """The manual mesh axes `x` varies over (`aval.mat.varying` in jax >= 0.10, `aval.vma` before)."""
+  aval = jax.typeof(x)
+  mat = getattr(aval, 'mat', None)
+  return frozenset(mat.varying if mat is not None else getattr(aval, 'vma', ()))

@@ -284,6 +284,7 @@ def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
 
   log_excess = jnp.full_like(root_scores, -jnp.inf) if single_root else root_scores
   init = (arc_scores, log_excess, root_scores, mask, jnp.zeros((), arc_scores.dtype))
+  init = _inputs.vary_like(init, arc_scores, root_scores, mask)
   (_, _, _, _, log_z), _ = lax.scan(step, init, None, length=n)
   return log_z
 
@@ -606,7 +607,8 @@ def _sample_one(key, arc_potentials, root_potentials, inverse, mask, single_root
              jnp.where(real & ~(error <= worst), error, worst))  # NaN errors stick
     return carry, head
 
-  init = (inverse, jnp.arange(n), jnp.zeros((), bool), jnp.zeros((), inverse.dtype))
+  init = _inputs.vary_like((inverse, jnp.arange(n), jnp.zeros((), bool), jnp.zeros((), inverse.dtype)),
+                           arc_potentials, root_potentials, inverse, mask)
   (_, _, _, worst), heads = lax.scan(step, init, jnp.arange(n))
   return heads, worst
 
@@ -646,7 +648,8 @@ def _sample_one_exact(key, arc_scores, root_scores, mask, single_root):
     carry = (arc, root, jnp.where(real, new_top, top), jnp.where(real, new_root_taken, root_taken))
     return carry, head
 
-  init = (arc_scores, root_scores, jnp.arange(n), jnp.zeros((), bool))
+  init = _inputs.vary_like((arc_scores, root_scores, jnp.arange(n), jnp.zeros((), bool)),
+                           arc_scores, root_scores, mask)
   _, heads = lax.scan(step, init, jnp.arange(n))
   return heads
 

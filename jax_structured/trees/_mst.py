@@ -171,7 +171,7 @@ def _mst_single(weights, penalty, valid):
         next_id=st['next_id'] + jnp.sum(leader).astype(jnp.int32),
     )
 
-  st = lax.while_loop(cond, body, state)
+  st = lax.while_loop(cond, body, _inputs.vary_like(state, weights, penalty, valid))
 
   # Expansion, newest cycle first: the member containing the target of the cycle's chosen arc takes that
   # arc, the other members keep their cycle arcs. Ids only grow towards the top of the contraction

@@ -168,7 +168,7 @@ def _inside_tables(arc_r, arc_l, semiring):
       return dict(t, cr_s=_put(t['cr_s'], new_cr, w, 0), cl_s=_put(t['cl_s'], new_cl, w, 0),
                   cr_e=_put(t['cr_e'], new_cr, n_nodes - 1 - w, w),
                   cl_e=_put(t['cl_e'], new_cl, n_nodes - 1 - w, w))
-    tables = lax.fori_loop(lo, hi, body, tables)
+    tables = lax.fori_loop(lo, hi, body, _inputs.vary_like(tables, arc_r, arc_l))
   return tables
 
 
@@ -221,7 +221,7 @@ def _outside(tables, g_cr, g_cl, semiring):
       g = dict(g, arc_r=_put(g['arc_r'], g_ir, w, 0), arc_l=_put(g['arc_l'], g_il, w, 0),
                cr_s=_add(g['cr_s'], g_a, 0, 0), cl_e=_add(g['cl_e'], g_a, n_nodes - w, w))
       return dict(g, rows=final_rows(g, w - 1))
-    grads = lax.fori_loop(0, hi - lo, body, grads)
+    grads = lax.fori_loop(0, hi - lo, body, _inputs.vary_like(grads, tables['cr_s'], g_cr, g_cl))
   return grads['arc_r'], grads['arc_l']
 
 

@@ -13,6 +13,8 @@ import jax.numpy as jnp
 from jax import lax
 import numpy as np
 
+from jax_structured.trees import _inputs
+
 __all__ = [
     'is_tree', 'tree_depths', 'tree_height', 'depth_histogram', 'is_projective',
     'attachment_counts', 'attachment_score', 'same_edge_rate',
@@ -141,7 +143,7 @@ def _ancestors(heads):
     return step + 1, _follow(heads, cur), anc
 
   anc = jnp.zeros(heads.shape[:-1] + (n, n), bool)
-  return lax.while_loop(cond, body, (0, heads, anc))[2]
+  return lax.while_loop(cond, body, _inputs.vary_like((0, heads, anc), heads))[2]
 
 
 def is_projective(heads, lengths=None):
