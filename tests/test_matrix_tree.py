@@ -5,6 +5,8 @@ matrix-tree implementation written here (root node added explicitly; Koo's sum o
 Cayley's formula for uniform potentials, finite differences (`check_grads`) and chi-square tests of
 sample frequencies against enumerated tree probabilities.
 """
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -328,6 +330,31 @@ def test_sharp_scores_no_nan_batch():
     np.testing.assert_allclose(totals[mask], 1.0, atol=1e-3)
     np.testing.assert_allclose(arc_m, exact[0], atol=1e-3)
     np.testing.assert_allclose(root_m, exact[1], atol=1e-3)
+
+
+def test_exact_fallback_under_a_user_vmap():
+  """Under `jax.vmap` the fallback stays a `lax.cond` (a select would run the exact path on every
+  call) and still picks the exact result per element: vmap results equal batched ones."""
+  rng = np.random.default_rng(15)
+  arc = rng.normal(size=(4, 6, 6)).astype(np.float32)
+  root = rng.normal(size=(4, 6)).astype(np.float32)
+  arc[1] *= 40.0  # only this element needs the exact path
+  root[1] *= 40.0
+  # The fallback's cond outputs the marginals [4, 6, 6] / the heads [4, 1, 1, 6] of the mapped batch.
+  for fn, output in ((lambda a, r: trees.marginals(a, r), r'f32\[4,6,6\]'),
+                     (lambda a, r: trees.sample(jax.random.key(0), a, r), r'i32\[4,1,1,6\]')):
+    text = str(jax.make_jaxpr(jax.vmap(fn))(arc, root))
+    assert re.search(output + r'[^\n]* = cond\[', text), 'the fallback became a select under vmap'
+  batched = MARGINALS(arc, root)
+  mapped = jax.jit(jax.vmap(trees.marginals))(arc, root)
+  for b, m in zip(batched, mapped):
+    np.testing.assert_allclose(m, b, rtol=1e-6, atol=1e-7)
+  loss = lambda a: jnp.sum(trees.marginals(a, root)[0] ** 2)
+  per_call = jax.jit(jax.vmap(jax.grad(lambda a, r: jnp.sum(trees.marginals(a, r)[0] ** 2))))(arc, root)
+  np.testing.assert_allclose(per_call, jax.jit(jax.grad(loss))(arc), rtol=1e-5, atol=1e-6)
+  heads = jax.jit(jax.vmap(lambda k, a, r: trees.sample(k, a, r)))(
+      jax.random.split(jax.random.key(1), 4), arc, root)
+  assert all(brute_force._is_tree(tuple(h)) for h in np.asarray(heads))
 
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)

@@ -41,7 +41,7 @@ Numerics (all exact, no eps, no clamping of scores):
   recomputed by a subtraction-free elimination in log space (`_eliminate_sentence`, GTH-style),
   whose log Z and autodiff marginals matched 80-digit and enumeration references to a few ulps up
   to |scores| ~ 200. The exact path is a `lax.cond` that runs only when some batch element needs
-  it (inside a user's `vmap` it becomes a select and always runs); it costs about 20x the LU path.
+  it (under a user's `vmap`: some element of the mapped batch); it costs about 20x the LU path.
   `sample` draws from the same two paths: the LU inverse with Sherman-Morrison updates, and for the
   sentences the estimate sends to the exact path, conditionals from the elimination (O(n^4) per tree).
 * One LU factorisation (`jax.lax.linalg.lu`, partial pivoting) gives both `log|det|` and the inverse.
@@ -333,6 +333,23 @@ def _needs_exact(lap, inverse):
   return ~(eps * norm_lap * norm_inverse < 6 * jnp.sqrt(eps))
 
 
+@jax.custom_batching.custom_vmap
+def _any_anywhere(flags):
+  """`jnp.any(flags)`; under a user's `vmap`, over the whole mapped batch as well.
+
+  The predicate of the exact fallback's `lax.cond`: a batched predicate would turn the cond into a
+  select that runs the exact path for every call (20-100x the LU path), so under `vmap` the predicate
+  stays unbatched (any element of any mapped call) and the exact branch still selects per element.
+  """
+  return jnp.any(flags)
+
+
+@_any_anywhere.def_vmap
+def _any_anywhere_vmap(axis_size, in_batched, flags):
+  del axis_size, in_batched
+  return _any_anywhere(flags), False
+
+
 def _statistics(arc_scores, root_scores, lengths, single_root):
   """Everything the public functions share: log Z, marginals, shifted scores and masks.
 
@@ -360,7 +377,7 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
   # The exact branch is rematerialised: differentiating a cond keeps the residuals of both branches,
   # and the elimination's (n steps of [n, n]) would otherwise be zero-filled even when unused.
   log_z, arc_marginals, root_marginals = lax.cond(
-      jnp.any(exact), jax.checkpoint(use_exact), lambda operands: operands,
+      _any_anywhere(exact), jax.checkpoint(use_exact), lambda operands: operands,
       (logdet + total_shift, arc_marginals, root_marginals))
   logdet = log_z - total_shift  # NaN (as the entropy should be) when some word has no allowed head
   return dict(arc_scores=arc_scores, root_scores=root_scores, mask=mask, shift=shift, logdet=logdet,
@@ -711,6 +728,6 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
     exact_heads = jax.vmap(lambda k: slow(k, *exact_args))(keys)
     return jnp.where(exact[..., None], exact_heads, heads)
 
-  heads = lax.cond(jnp.any(exact), use_exact, lambda heads: heads, heads)
+  heads = lax.cond(_any_anywhere(exact), use_exact, lambda heads: heads, heads)
   heads = heads.reshape((count,) + batch_shape + (n,))
   return heads[0] if num_samples is None else heads
