@@ -14,6 +14,8 @@ ended with `block_until_ready`:
 * `naive ...`: `jnp.linalg.slogdet` of the same masked, column-shifted Laplacian and `jax.grad` for
   the marginals (and grad-of-grad for `+grad`).
 * `mst`, `proj marg`: `trees.mst` and `trees.projective_marginals` ("n/a" if not implemented).
+* `sample`: `trees.sample`, one tree per sentence (these N(0, 1) scores stay on its fast path: largest
+  conditional-sum error 1e-4 / 1e-4 / 5e-4 at the three default sizes, threshold 2e-3).
 * `ts ...`: torch-struct's `NonProjectiveDependencyCRF` / `DependencyCRF` when `torch_struct` is
   importable (skipped with a note otherwise).
 * `ref ...`: the figures quoted in the issue (H100, float32) for comparison, not measured here.
@@ -200,6 +202,7 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
   inv_grad = jax.jit(_loss_and_grad(inverse_autodiff_marginals))
   naive_grad = jax.jit(_loss_and_grad(naive_marginals))
   mst = jax.jit(trees.mst)
+  sample = jax.jit(trees.sample)
   projective = jax.jit(trees.projective_marginals)
   for batch, length in sizes:
     keys = jax.random.split(jax.random.fold_in(key, batch * 100003 + length), 4)
@@ -216,6 +219,7 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
     row['inv-AD +grad'] = time_ms(inv_grad, grad_args, repeats)
     row['naive +grad'] = time_ms(naive_grad, grad_args, repeats)
     row['mst'] = _maybe(mst, (arc, root), repeats)
+    row['sample'] = time_ms(sample, (keys[2], arc, root), repeats)
     row['proj marg'] = _maybe(projective, (arc, root), repeats)
     ts = _torch_struct_columns(batch, length, np.asarray(arc), np.asarray(root), repeats)
     if ts is not None:
