@@ -178,6 +178,19 @@ def test_early_stopping_and_bad_labels(tmp_path):
     training.train_and_evaluate(bad, str(tmp_path / 'bad'))
 
 
+def test_divergence_stops_before_saving(tmp_path):
+  """A non-finite train loss stops the run with the steps named; the saved checkpoints stay finite."""
+  workdir = str(tmp_path / 'run')
+  # An absurd learning rate: step 1's update overflows the logits of step 2 (saved every step).
+  config = support.make_config(**{'train.num_steps': 6, 'train.log_every_steps': 1,
+                                  'train.checkpoint_every_steps': 1, 'optimizer.learning_rate': 1e30})
+  with pytest.raises(FloatingPointError, match=r'training diverged: train/loss = nan[^.]* over steps 2-2\. '
+                                               r'Nothing after step 1 was saved'):
+    training.train_and_evaluate(config, workdir)
+  assert training.load_trained(workdir, 'latest').step == 1
+  assert all(np.isfinite(x).all() for x in jax.tree.leaves(support.params_of(workdir, 'latest')))
+
+
 def test_render_trees_hook(tmp_path):
   config = support.make_config(**{'train.num_steps': 2, 'train.render_trees': 2})
   with config.unlocked():

@@ -292,7 +292,11 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
     stop = step >= total_steps
     t_start, step_start = time.time(), step
 
+    logged_step = step
+
     def log_train():
+      """Writes the train metrics of the steps since the last call; raises if they are not finite."""
+      nonlocal logged_step
       acc = metrics_lib.Accumulator()
       for m in pending:
         acc.add(m)
@@ -302,12 +306,25 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
       scalars = {f'train/{k}': v for k, v in summary.items()}
       if norms:
         scalars['train/grad_norm'] = norms[0] / norms[1]
+      diverged = {k: v for k, v in scalars.items() if k in ('train/loss', 'train/grad_norm')
+                  and not math.isfinite(v)}
+      if diverged:  # before the state of these steps is ever saved
+        raise FloatingPointError(
+            f'training diverged: {", ".join(f"{k} = {v}" for k, v in diverged.items())} over steps '
+            f'{logged_step + 1}-{step}. '
+            + (f'Nothing after step {last_saved} was saved: the checkpoints in {workdir} hold finite '
+               'states. ' if last_saved is not None else 'Nothing was saved. ')
+            + 'Lower optimizer.learning_rate, set optimizer.clip_norm, or check the data of those '
+            'steps (a changed config trains into a fresh --workdir).')
       scalars['train/learning_rate'] = float(setup.schedule(step - 1)) * plateau.scale
       writer.write_scalars(step, scalars)
       progress.loss = summary.get('loss')
+      logged_step = step
 
     def save(metrics_for_best=None):
       nonlocal last_saved
+      if pending:
+        log_train()  # checks the unsaved steps for divergence first
       loop.plateau = plateau.state()
       ckpts.save(step, runner.canonical(dev_state), {'loop': dataclasses.asdict(loop)}, metrics_for_best)
       last_saved = step
