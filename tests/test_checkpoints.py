@@ -132,6 +132,30 @@ def test_corrupted_checkpoint_is_a_clear_error_and_nothing_is_touched(tmp_path, 
          {p: h for p, h in before.items() if 'tfevents' not in p}
 
 
+def test_non_finite_states_are_never_saved_nor_silently_restored(tmp_path, uninterrupted):
+  import orbax.checkpoint as ocp  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import checkpoints as ckpt_lib  # pylint: disable=g-import-not-at-top
+  workdir = _copy_run(uninterrupted[0], tmp_path / 'run')
+  trained = training.load_trained(workdir, 'latest')
+  state = {'params': jax.tree.map(np.array, trained.variables['params'])}
+  state['params']['embed']['embedding'][1, 2] = np.nan
+  with ckpt_lib.Checkpoints(workdir, dev_metric='accuracy', higher_is_better=True) as ckpts:
+    before = ckpts.all_steps()
+    with pytest.raises(training.CheckpointError,
+                       match=r"not saving step 99 .*non-finite values in \['params'\]\['embed'\]"
+                             r"\['embedding'\] \(1 of "):
+      ckpts.save(99, state, {'loop': {}})
+    assert ckpts.all_steps() == before
+    # One written by other means (an older version, another tool) is refused when read back.
+    ckpts.manager.save(99, args=ocp.args.Composite(
+        state=ocp.args.StandardSave(state),
+        meta=ocp.args.JsonSave({'fingerprint': ckpt_lib.fingerprint(state), 'step': 99})), force=True)
+    ckpts.manager.wait_until_finished()
+    abstract = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), state)
+    with pytest.raises(training.CheckpointError, match=r'checkpoint .*99 holds non-finite values'):
+      ckpts.restore(99, abstract)
+
+
 def test_missing_checkpoints_and_workdirs_are_clear_errors(tmp_path, uninterrupted):
   missing = str(tmp_path / 'nowhere')
   with pytest.raises(FileNotFoundError, match=f'workdir {missing} does not exist'):

@@ -51,6 +51,18 @@ def fingerprint(tree: Any) -> str:
   return digest.hexdigest()
 
 
+def non_finite_leaves(tree: Any) -> list[str]:
+  """Paths of the floating-point leaves of `tree` holding NaN or +-inf (host copies)."""
+  bad = []
+  for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+      leaf = leaf.addressable_data(0)
+    arr = np.asarray(leaf)
+    if np.issubdtype(arr.dtype, np.inexact) and not np.isfinite(arr).all():
+      bad.append(f'{jax.tree_util.keystr(path)} ({int((~np.isfinite(arr)).sum())} of {arr.size})')
+  return bad
+
+
 def _is_primary() -> bool:
   return jax.process_index() == 0
 
@@ -216,7 +228,15 @@ class Checkpoints:
 
   def save(self, step: int, state: Any, meta: Mapping[str, Any],
            metrics: Mapping[str, float] | None = None) -> None:
-    """Saves `state` (replicated arrays) and JSON `meta` at `step` (synchronously, atomically)."""
+    """Saves `state` (replicated arrays) and JSON `meta` at `step` (synchronously, atomically).
+
+    Raises:
+      CheckpointError (nothing written) when the state holds non-finite values.
+    """
+    bad = non_finite_leaves(state)
+    if bad:
+      raise CheckpointError(f'not saving step {step} to {self.directory}: non-finite values in '
+                            f'{", ".join(bad[:5])}{" ..." if len(bad) > 5 else ""}')
     meta = dict(meta, fingerprint=fingerprint(state), step=int(step))
     self.manager.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
                                                          meta=ocp.args.JsonSave(meta)),
@@ -243,8 +263,8 @@ class Checkpoints:
     """Restores (state, meta) of `step` into `abstract_state` (ShapeDtypeStructs with shardings).
 
     Raises:
-      CheckpointError naming the checkpoint path when it cannot be read or its arrays do not match
-      the fingerprint saved with them (damaged files).
+      CheckpointError naming the checkpoint path when it cannot be read, its arrays do not match
+      the fingerprint saved with them (damaged files), or they hold non-finite values.
     """
     path = self.step_path(step)
     try:
@@ -259,6 +279,10 @@ class Checkpoints:
     if fingerprint(state) != meta['fingerprint']:
       raise CheckpointError(f'checkpoint {path} is corrupted: the restored arrays do not match the '
                             'SHA-256 fingerprint saved with them')
+    bad = non_finite_leaves(state)
+    if bad:  # saved by something other than `save` (which refuses such states)
+      raise CheckpointError(f'checkpoint {path} holds non-finite values (a diverged run?) in '
+                            f'{", ".join(bad[:5])}{" ..." if len(bad) > 5 else ""}')
     return state, meta
 
   def close(self) -> None:
