@@ -332,6 +332,28 @@ def test_sharp_scores_no_nan_batch():
     np.testing.assert_allclose(root_m, exact[1], atol=1e-3)
 
 
+@pytest.mark.parametrize('num_sharp', [3, 6])
+def test_few_sharp_elements_in_a_large_batch(num_sharp):
+  """3 sharp sentences of 32 take the gathered fallback (at most 4), 6 the whole-batch one; both
+  match enumeration, and so do the gradients."""
+  rng = np.random.default_rng(16)
+  lengths = [6, 5, 4, 6, 3, 6, 2, 6] * 4
+  arc, root, lens = _random_problem(rng, lengths, 6)
+  sharp = rng.choice(32, num_sharp, replace=False)
+  arc[sharp] *= 40.0
+  root[sharp] *= 40.0
+  arc, root = arc.astype(np.float32), root.astype(np.float32)
+  arc_m, root_m = MARGINALS(arc, root, lens)
+  grad_arc = jax.jit(jax.grad(lambda a: trees.log_partition(a, root, lens).sum()))(arc)
+  through = jax.jit(jax.grad(lambda a: jnp.sum(trees.marginals(a, root, lens)[0] ** 2)))(arc)
+  assert np.isfinite(through).all()
+  for i, n in enumerate(lengths):
+    _, ref_arc, ref_root, _, _ = brute_force.reference(arc[i, :n, :n], root[i, :n], True)
+    np.testing.assert_allclose(arc_m[i, :n, :n] * (1 - np.eye(n)), ref_arc, atol=2e-5)
+    np.testing.assert_allclose(root_m[i, :n], ref_root, atol=2e-5)
+    np.testing.assert_allclose(grad_arc[i, :n, :n] * (1 - np.eye(n)), ref_arc, atol=2e-5)
+
+
 def test_exact_fallback_under_a_user_vmap():
   """Under `jax.vmap` the fallback stays a `lax.cond` (a select would run the exact path on every
   call) and still picks the exact result per element: vmap results equal batched ones."""

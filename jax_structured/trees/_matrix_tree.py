@@ -374,10 +374,34 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
             jnp.where(exact[..., None, None], exact_arc, arc_marginals),
             jnp.where(exact[..., None], exact_root, root_marginals))
 
-  # The exact branch is rematerialised: differentiating a cond keeps the residuals of both branches,
-  # and the elimination's (n steps of [n, n]) would otherwise be zero-filled even when unused.
+  def use_exact_on_few(operands):
+    """`use_exact` on the flagged elements only (at most `few` of them), gathered and scattered back."""
+    flat = lambda x, tail: x.reshape((size,) + tail)
+    where = jnp.nonzero(flat(exact, ()), size=few, fill_value=size)[0]  # size: an unused slot
+    take = jnp.minimum(where, size - 1)
+    n = mask.shape[-1]
+    exact_log_z, exact_arc, exact_root = _exact_log_z_and_marginals(
+        flat(arc_scores, (n, n))[take], flat(root_scores, (n,))[take], flat(mask, (n,))[take],
+        single_root)
+    put = lambda full, part, tail: flat(full, tail).at[where].set(part, mode='drop').reshape(full.shape)
+    log_z, arc_marginals, root_marginals = operands
+    return (put(log_z, exact_log_z, ()), put(arc_marginals, exact_arc, (n, n)),
+            put(root_marginals, exact_root, (n,)))
+
+  # Usually only a few elements are flagged (0.7% of the sentences of a trained document model, in
+  # 35% of its batches): the elimination then runs on `few` of them instead of the whole batch.
+  size = exact.size
+  few = min(size, max(4, size // 64))
+
+  # Every exact branch is rematerialised: differentiating a cond keeps the residuals of all its
+  # branches, and the elimination's (n steps of [n, n] per element) would otherwise be zero-filled
+  # even when that branch is not taken.
+  def fallback(operands):
+    return lax.cond(_any_anywhere(jnp.sum(exact) > few), jax.checkpoint(use_exact),
+                    jax.checkpoint(use_exact_on_few), operands)
+
   log_z, arc_marginals, root_marginals = lax.cond(
-      _any_anywhere(exact), jax.checkpoint(use_exact), lambda operands: operands,
+      _any_anywhere(exact), fallback, lambda operands: operands,
       (logdet + total_shift, arc_marginals, root_marginals))
   logdet = log_z - total_shift  # NaN (as the entropy should be) when some word has no allowed head
   return dict(arc_scores=arc_scores, root_scores=root_scores, mask=mask, shift=shift, logdet=logdet,
