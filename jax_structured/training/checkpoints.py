@@ -38,29 +38,36 @@ class CheckpointError(ValueError):
   """A checkpoint (or the files beside it) cannot be used; the message names the path."""
 
 
-def fingerprint(tree: Any) -> str:
-  """SHA-256 over every leaf's path, dtype, shape and bytes (host copies of replicated arrays)."""
-  digest = hashlib.sha256()
+def _host_leaves(tree: Any) -> list[tuple[str, np.ndarray]]:
+  """(path, host copy) of every leaf (the first addressable shard of replicated arrays)."""
+  out = []
   for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
     if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
       leaf = leaf.addressable_data(0)
-    arr = np.ascontiguousarray(np.asarray(leaf))
-    digest.update(jax.tree_util.keystr(path).encode())
+    out.append((jax.tree_util.keystr(path), np.asarray(leaf)))
+  return out
+
+
+def _fingerprint_of(leaves: list[tuple[str, np.ndarray]]) -> str:
+  digest = hashlib.sha256()
+  for path, arr in leaves:
+    arr = np.ascontiguousarray(arr)
+    digest.update(path.encode())
     digest.update(f'{arr.dtype.str}{arr.shape}'.encode())
     digest.update(arr.tobytes())
   return digest.hexdigest()
 
 
-def non_finite_leaves(tree: Any) -> list[str]:
-  """Paths of the floating-point leaves of `tree` holding NaN or +-inf (host copies)."""
-  bad = []
-  for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
-      leaf = leaf.addressable_data(0)
-    arr = np.asarray(leaf)
-    if np.issubdtype(arr.dtype, np.inexact) and not np.isfinite(arr).all():
-      bad.append(f'{jax.tree_util.keystr(path)} ({int((~np.isfinite(arr)).sum())} of {arr.size})')
-  return bad
+def fingerprint(tree: Any) -> str:
+  """SHA-256 over every leaf's path, dtype, shape and bytes (host copies of replicated arrays)."""
+  return _fingerprint_of(_host_leaves(tree))
+
+
+def _non_finite(leaves: list[tuple[str, np.ndarray]]) -> str:
+  """'' if every floating-point leaf is finite, else the offending paths (at most 5) and counts."""
+  bad = [f'{path} ({int((~np.isfinite(arr)).sum())} of {arr.size})' for path, arr in leaves
+         if np.issubdtype(arr.dtype, np.inexact) and not np.isfinite(arr).all()]
+  return ', '.join(bad[:5]) + (' ...' if len(bad) > 5 else '')
 
 
 def _is_primary() -> bool:
@@ -233,11 +240,11 @@ class Checkpoints:
     Raises:
       CheckpointError (nothing written) when the state holds non-finite values.
     """
-    bad = non_finite_leaves(state)
+    leaves = _host_leaves(state)
+    bad = _non_finite(leaves)
     if bad:
-      raise CheckpointError(f'not saving step {step} to {self.directory}: non-finite values in '
-                            f'{", ".join(bad[:5])}{" ..." if len(bad) > 5 else ""}')
-    meta = dict(meta, fingerprint=fingerprint(state), step=int(step))
+      raise CheckpointError(f'not saving step {step} to {self.directory}: non-finite values in {bad}')
+    meta = dict(meta, fingerprint=_fingerprint_of(leaves), step=int(step))
     self.manager.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
                                                          meta=ocp.args.JsonSave(meta)),
                       metrics=dict(metrics, step=int(step)) if metrics else None, force=True)
@@ -276,13 +283,13 @@ class Checkpoints:
     state, meta = restored['state'], restored['meta']
     if not isinstance(meta, dict) or 'fingerprint' not in meta:
       raise CheckpointError(f'checkpoint {path} is corrupted: its meta item has no fingerprint')
-    if fingerprint(state) != meta['fingerprint']:
+    leaves = _host_leaves(state)
+    if _fingerprint_of(leaves) != meta['fingerprint']:
       raise CheckpointError(f'checkpoint {path} is corrupted: the restored arrays do not match the '
                             'SHA-256 fingerprint saved with them')
-    bad = non_finite_leaves(state)
+    bad = _non_finite(leaves)
     if bad:  # saved by something other than `save` (which refuses such states)
-      raise CheckpointError(f'checkpoint {path} holds non-finite values (a diverged run?) in '
-                            f'{", ".join(bad[:5])}{" ..." if len(bad) > 5 else ""}')
+      raise CheckpointError(f'checkpoint {path} holds non-finite values (a diverged run?) in {bad}')
     return state, meta
 
   def close(self) -> None:

@@ -48,8 +48,8 @@ class Runner:
 
   shard_map runs with `check_vma=False`: model code (Flax scans with zero initial carries) need not
   annotate device-varying values (the `trees` functions do, so they also run under a user's
-  `check_vma=True`); the steps make every output
-  replicated themselves (psum / pmean), which the equivalence tests check.
+  `check_vma=True`); the steps make every output replicated themselves (psum / pmean), which the
+  equivalence tests check.
 
   Args:
     mode: 'shard_map' (default), 'pmap', or 'none' (one device: a mesh of size 1).

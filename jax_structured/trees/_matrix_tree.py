@@ -289,6 +289,11 @@ def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
   return log_z
 
 
+def _forbid_padding(arc_scores, root_scores, mask):
+  """The scores with -inf on the diagonal and wherever a padded word is head or modifier."""
+  return (jnp.where(_arc_mask(mask), arc_scores, -jnp.inf), jnp.where(mask, root_scores, -jnp.inf))
+
+
 def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root):
   """(log Z [...], arc marginals, root marginals) by `_eliminate_sentence` and its gradient."""
   batch_shape = mask.shape[:-1]
@@ -297,9 +302,7 @@ def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root):
   flat_mask = flat(mask)
 
   def total_log_z(arc, root):
-    arc = jnp.where(_arc_mask(flat_mask), arc, -jnp.inf)
-    root = jnp.where(flat_mask, root, -jnp.inf)
-    log_z = jax.vmap(one)(arc, root, flat_mask)
+    log_z = jax.vmap(one)(*_forbid_padding(arc, root, flat_mask), flat_mask)
     return jnp.sum(log_z), log_z
 
   (_, log_z), (arc_m, root_m) = jax.value_and_grad(total_log_z, argnums=(0, 1), has_aux=True)(
@@ -330,7 +333,12 @@ def _needs_exact(lap, inverse):
   eps = jnp.finfo(inverse.dtype).eps
   norm_lap = jnp.max(jnp.sum(jnp.abs(lap), axis=-2), axis=-1)
   norm_inverse = jnp.max(jnp.sum(jnp.abs(inverse), axis=-1), axis=-1)
-  return ~(eps * norm_lap * norm_inverse < 6 * jnp.sqrt(eps))
+  return ~(eps * norm_lap * norm_inverse < _lu_tolerance(inverse.dtype))
+
+
+def _lu_tolerance(dtype):
+  """6 sqrt(eps): the largest rounding error the LU paths may carry (`_needs_exact`, `sample`)."""
+  return 6 * jnp.sqrt(jnp.finfo(dtype).eps)
 
 
 @jax.custom_batching.custom_vmap
@@ -743,12 +751,12 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
   heads, worst = jax.vmap(lambda k: fast(k, *args))(keys)  # [count, size, n], [count, size]
   # Sherman-Morrison updates can lose accuracy as the conditioning goes on even where the first
   # inverse was fine; the conditionals' sum is a free check (it is 1 in exact arithmetic).
-  exact = flat(exact, ())[None, :] | ~(worst < 6 * jnp.sqrt(jnp.finfo(worst.dtype).eps))
+  exact = flat(exact, ())[None, :] | ~(worst < _lu_tolerance(worst.dtype))
 
   def use_exact(heads):
     slow = jax.vmap(functools.partial(_sample_one_exact, single_root=single_root))
-    exact_args = (jnp.where(_arc_mask(flat_mask), flat(arc_scores, (n, n)), -jnp.inf),
-                  jnp.where(flat_mask, flat(root_scores, (n,)), -jnp.inf), flat_mask)
+    exact_args = (*_forbid_padding(flat(arc_scores, (n, n)), flat(root_scores, (n,)), flat_mask),
+                  flat_mask)
     exact_heads = jax.vmap(lambda k: slow(k, *exact_args))(keys)
     return jnp.where(exact[..., None], exact_heads, heads)
 
