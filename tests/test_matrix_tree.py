@@ -5,6 +5,7 @@ matrix-tree implementation written here (root node added explicitly; Koo's sum o
 Cayley's formula for uniform potentials, finite differences (`check_grads`) and chi-square tests of
 sample frequencies against enumerated tree probabilities.
 """
+import functools
 import re
 
 import jax
@@ -362,9 +363,9 @@ def test_exact_fallback_under_a_user_vmap():
   root = rng.normal(size=(4, 6)).astype(np.float32)
   arc[1] *= 40.0  # only this element needs the exact path
   root[1] *= 40.0
-  # The fallback's cond outputs the marginals [4, 6, 6] / the heads [4, 1, 1, 6] of the mapped batch.
-  for fn, output in ((lambda a, r: trees.marginals(a, r), r'f32\[4,6,6\]'),
-                     (lambda a, r: trees.sample(jax.random.key(0), a, r), r'i32\[4,1,1,6\]')):
+  # The fallback's cond outputs the flat marginals [4, 1, 6, 6] / heads [4, 1, 6] of the mapped batch.
+  for fn, output in ((lambda a, r: trees.marginals(a, r), r'f32\[4,1,6,6\]'),
+                     (lambda a, r: trees.sample(jax.random.key(0), a, r), r'i32\[4,1,6\]')):
     text = str(jax.make_jaxpr(jax.vmap(fn))(arc, root))
     assert re.search(output + r'[^\n]* = cond\[', text), 'the fallback became a select under vmap'
   batched = MARGINALS(arc, root)
@@ -545,6 +546,31 @@ def test_sharp_sample_frequencies(single_root, dtype):
     assert np.sort(probs)[-8:].sum() < 0.9  # the distribution is not nearly a point mass
     p_value = _chi_square_p_value(heads[:, i, :n], single_root, arc[i, :n, :n], root[i, :n])
     assert p_value > 1e-3, p_value
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_few_sharp_sentences_are_resampled_alone(single_root):
+  """One sharp sentence among 128: its samples (1/128 of all, under the 1/64 bound) are redrawn
+  by the exact sampler gathered on their own, and scattered back to their slots; both it and an
+  ordinary sentence keep the Gibbs distribution (a wrong slot would give sentence 3 LU samples)."""
+  rng = np.random.default_rng(16)
+  lengths = np.full(128, 5)
+  lengths[9] = 4
+  arc, root, lens = _random_problem(rng, lengths, 5)
+  arc[3, 0, 1] = arc[3, 1, 0] = 40.0  # sentence 3 only: a dominant 2-cycle, beyond the LU path
+  a, r, _, mask = _matrix_tree._prepare(arc, root, lens)
+  a_pot, r_pot, _ = _matrix_tree._potentials(a, r, mask)
+  lap = _matrix_tree._laplacian(a_pot, r_pot, mask, single_root)
+  flagged = _matrix_tree._needs_exact(lap, _matrix_tree._lu_logdet_and_inverse(lap)[1])
+  assert np.flatnonzero(flagged).tolist() == [3]
+  num_samples = 4000
+  fn = functools.partial(trees.sample, single_root=single_root, num_samples=num_samples)
+  heads = jax.jit(fn)(jax.random.key(8), arc, root, lens)
+  for i in (3, 9):
+    n = lengths[i]
+    p_value = _chi_square_p_value(heads[:, i, :n], single_root, arc[i, :n, :n], root[i, :n])
+    assert p_value > 1e-3, (i, p_value)
+  assert np.all(np.asarray(heads[:, 9, 4]) == -1)
 
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)

@@ -41,7 +41,8 @@ Numerics (all exact, no eps, no clamping of scores):
   recomputed by a subtraction-free elimination in log space (`_eliminate_sentence`, GTH-style),
   whose log Z and autodiff marginals matched 80-digit and enumeration references to a few ulps up
   to |scores| ~ 200. The exact path is a `lax.cond` that runs only when some batch element needs
-  it (under a user's `vmap`: some element of the mapped batch); it costs about 20x the LU path.
+  it (under a user's `vmap`: some element of the mapped batch), on the flagged elements only when
+  there are few of them (`_replace_flagged`); per element it costs about 20x the LU path.
   `sample` draws from the same two paths: the LU inverse with Sherman-Morrison updates, and for the
   sentences the estimate sends to the exact path, conditionals from the elimination (O(n^4) per tree).
 * One LU factorisation (`jax.lax.linalg.lu`, partial pivoting) gives both `log|det|` and the inverse.
@@ -358,6 +359,45 @@ def _any_anywhere_vmap(axis_size, in_batched, flags):
   return _any_anywhere(flags), False
 
 
+def _replace_flagged(flags, exact_fn, values):
+  """`values` with the flagged elements replaced by `exact_fn`'s results: the exact fallback.
+
+  Usually only a few elements are flagged (0.7% of the sentences of a trained document model, in
+  35% of its batches), so `exact_fn` runs on the flagged ones only, gathered, when there are at most
+  `max(4, size / 64)` of them; on the whole batch when there are more; and not at all when there are
+  none (`lax.cond`s whose predicates stay unbatched under a user's `vmap`, see `_any_anywhere`).
+
+  Args:
+    flags: [size] bool, the elements to replace.
+    exact_fn: index [k] int32 -> pytree of [k, ...], the exact results of those elements.
+    values: pytree of [size, ...], the fast path's results.
+
+  Returns:
+    a pytree like `values`.
+  """
+  size = flags.shape[0]
+  few = min(size, max(4, size // 64))
+
+  def on_all(values):
+    exact_values = exact_fn(jnp.arange(size))
+    pick = lambda e, v: jnp.where(flags.reshape((size,) + (1,) * (v.ndim - 1)), e, v)
+    return jax.tree.map(pick, exact_values, values)
+
+  def on_few(values):
+    where = jnp.nonzero(flags, size=few, fill_value=size)[0]  # size: an unused slot, dropped below
+    exact_values = exact_fn(jnp.minimum(where, size - 1))
+    return jax.tree.map(lambda v, e: v.at[where].set(e, mode='drop'), values, exact_values)
+
+  # Every exact branch is rematerialised: differentiating a cond keeps the residuals of all its
+  # branches, and the elimination's (n steps of [n, n] per element) would otherwise be zero-filled
+  # even when that branch is not taken.
+  def fallback(values):
+    return lax.cond(_any_anywhere(jnp.sum(flags) > few), jax.checkpoint(on_all),
+                    jax.checkpoint(on_few), values)
+
+  return lax.cond(_any_anywhere(flags), fallback, lambda values: values, values)
+
+
 def _statistics(arc_scores, root_scores, lengths, single_root):
   """Everything the public functions share: log Z, marginals, shifted scores and masks.
 
@@ -374,43 +414,20 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
   exact = lax.stop_gradient(jnp.all(inverse == 0, axis=(-2, -1)))
   total_shift = jnp.sum(shift, axis=-1)
 
-  def use_exact(operands):
-    log_z, arc_marginals, root_marginals = operands
-    exact_log_z, exact_arc, exact_root = _exact_log_z_and_marginals(arc_scores, root_scores, mask,
-                                                                    single_root)
-    return (jnp.where(exact, exact_log_z, log_z),
-            jnp.where(exact[..., None, None], exact_arc, arc_marginals),
-            jnp.where(exact[..., None], exact_root, root_marginals))
-
-  def use_exact_on_few(operands):
-    """`use_exact` on the flagged elements only (at most `few` of them), gathered and scattered back."""
-    flat = lambda x, tail: x.reshape((size,) + tail)
-    where = jnp.nonzero(flat(exact, ()), size=few, fill_value=size)[0]  # size: an unused slot
-    take = jnp.minimum(where, size - 1)
-    n = mask.shape[-1]
-    exact_log_z, exact_arc, exact_root = _exact_log_z_and_marginals(
-        flat(arc_scores, (n, n))[take], flat(root_scores, (n,))[take], flat(mask, (n,))[take],
-        single_root)
-    put = lambda full, part, tail: flat(full, tail).at[where].set(part, mode='drop').reshape(full.shape)
-    log_z, arc_marginals, root_marginals = operands
-    return (put(log_z, exact_log_z, ()), put(arc_marginals, exact_arc, (n, n)),
-            put(root_marginals, exact_root, (n,)))
-
-  # Usually only a few elements are flagged (0.7% of the sentences of a trained document model, in
-  # 35% of its batches): the elimination then runs on `few` of them instead of the whole batch.
+  n = mask.shape[-1]
   size = exact.size
-  few = min(size, max(4, size // 64))
+  flat = lambda x, tail: x.reshape((size,) + tail)
+  flat_arc, flat_root, flat_mask = flat(arc_scores, (n, n)), flat(root_scores, (n,)), flat(mask, (n,))
 
-  # Every exact branch is rematerialised: differentiating a cond keeps the residuals of all its
-  # branches, and the elimination's (n steps of [n, n] per element) would otherwise be zero-filled
-  # even when that branch is not taken.
-  def fallback(operands):
-    return lax.cond(_any_anywhere(jnp.sum(exact) > few), jax.checkpoint(use_exact),
-                    jax.checkpoint(use_exact_on_few), operands)
+  def exact_statistics(index):
+    return _exact_log_z_and_marginals(flat_arc[index], flat_root[index], flat_mask[index], single_root)
 
-  log_z, arc_marginals, root_marginals = lax.cond(
-      _any_anywhere(exact), fallback, lambda operands: operands,
-      (logdet + total_shift, arc_marginals, root_marginals))
+  log_z, arc_marginals, root_marginals = _replace_flagged(
+      flat(exact, ()), exact_statistics,
+      (flat(logdet + total_shift, ()), flat(arc_marginals, (n, n)), flat(root_marginals, (n,))))
+  log_z = log_z.reshape(exact.shape)
+  arc_marginals = arc_marginals.reshape(exact.shape + (n, n))
+  root_marginals = root_marginals.reshape(exact.shape + (n,))
   logdet = log_z - total_shift  # NaN (as the entropy should be) when some word has no allowed head
   return dict(arc_scores=arc_scores, root_scores=root_scores, mask=mask, shift=shift, logdet=logdet,
               log_z=log_z, arc_marginals=arc_marginals, root_marginals=root_marginals)
@@ -710,8 +727,9 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
   `_sample_one`): O(n^3) per tree after one O(n^3) factorisation shared by all samples of a
   sentence, a fixed-length `lax.scan` on device (no host callback, no rejection). Sentences whose
   LU error estimate is too large for `marginals` (sharp scores, see the module docstring) draw their
-  conditionals from the exact elimination instead (`_sample_one_exact`, O(n^4) per tree; a
-  `lax.cond` that runs only when some sentence needs it).
+  conditionals from the exact elimination instead (`_sample_one_exact`, O(n^4) per tree), and so do
+  samples whose conditionals drifted (see `_sample_one`); only those samples are redrawn when they
+  are few (`_replace_flagged`).
 
   Args:
     key: a `jax.random` key.
@@ -753,13 +771,15 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
   # inverse was fine; the conditionals' sum is a free check (it is 1 in exact arithmetic).
   exact = flat(exact, ())[None, :] | ~(worst < _lu_tolerance(worst.dtype))
 
-  def use_exact(heads):
-    slow = jax.vmap(functools.partial(_sample_one_exact, single_root=single_root))
-    exact_args = (*_forbid_padding(flat(arc_scores, (n, n)), flat(root_scores, (n,)), flat_mask),
-                  flat_mask)
-    exact_heads = jax.vmap(lambda k: slow(k, *exact_args))(keys)
-    return jnp.where(exact[..., None], exact_heads, heads)
+  flat_keys = keys.reshape((count * size,) + keys.shape[2:])  # typed or raw uint32 keys
+  slow = jax.vmap(functools.partial(_sample_one_exact, single_root=single_root))
 
-  heads = lax.cond(_any_anywhere(exact), use_exact, lambda heads: heads, heads)
+  def exact_heads(index):  # index into the flat [count * size] samples
+    sentence = index % size
+    arc, root = _forbid_padding(flat(arc_scores, (n, n))[sentence], flat(root_scores, (n,))[sentence],
+                                flat_mask[sentence])
+    return slow(flat_keys[index], arc, root, flat_mask[sentence])
+
+  heads = _replace_flagged(exact.reshape(-1), exact_heads, heads.reshape(count * size, n))
   heads = heads.reshape((count,) + batch_shape + (n,))
   return heads[0] if num_samples is None else heads
