@@ -57,6 +57,21 @@ def test_lm_nll_and_perplexity_match_numpy():
   ref = [-lp[b, t, tokens[b, t + 1]] for b in range(2) for t in range(lengths[b] - 1)]
   np.testing.assert_allclose(loss2, np.mean(ref), rtol=1e-6)
   assert float(m2['nll'][1]) == 8
+  # lm_loss='sequence': the same NLL summed per row, averaged over the rows that have targets (a
+  # padding row does not count); 'nll' and the perplexity stay per token.
+  config = ml_collections.ConfigDict({'train': {'lm_loss': 'sequence'}})
+  row_task = tasks.LanguageModel(config)
+  padded = {'targets': np.concatenate([targets, targets[:1]]),
+            'mask': np.concatenate([mask, np.zeros((1, 5), np.float32)])}
+  logits3 = np.concatenate([logits, logits[:1]])
+  loss3, m3 = jax.jit(row_task.loss_and_metrics)(logits3, padded)
+  np.testing.assert_allclose(loss3, total / 2, rtol=1e-6)
+  assert float(m3['loss'][1]) == 2 and float(m3['nll'][1]) == 8
+  grad_token = jax.grad(lambda x: task.loss_and_metrics(x, padded)[0])(logits3)
+  grad_row = jax.grad(lambda x: row_task.loss_and_metrics(x, padded)[0])(logits3)
+  np.testing.assert_allclose(grad_row, 4 * grad_token, rtol=1e-5, atol=1e-7)  # 8 tokens / 2 rows
+  with pytest.raises(ValueError, match='config.train.lm_loss'):
+    tasks.LanguageModel(ml_collections.ConfigDict({'train': {'lm_loss': 'words'}}))
 
 
 def test_tree_uas_metrics_against_numpy():

@@ -66,9 +66,15 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     'eval_batch_size': 0,  # 0 = data.batch_size
     'shuffle': True,
     'render_trees': 0,  # > 0: after training call viz.induce.induce_trees(num_pictures=render_trees)
+    # Language models (task 'lm'): the objective is the mean NLL per target token ('token'), or the
+    # NLL summed over each row's target tokens and averaged over rows ('sequence': the objective of
+    # Zaremba et al. 2014's and Cheng et al. 2016's Torch code, T times the per-token mean for
+    # windows of T tokens; the SGD learning rates of those papers assume it).
+    'lm_loss': 'token',
 }
 
 PARALLEL_MODES = ('shard_map', 'pmap', 'none')
+LM_LOSSES = ('token', 'sequence')
 OPTIMIZERS = ('adagrad', 'adam', 'adadelta', 'sgd')
 SCHEDULES = ('constant', 'warmup_cosine', 'exponential', 'linear')
 
@@ -130,6 +136,8 @@ def train_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict
   train = _resolve(config.get('train'), TRAIN_DEFAULTS, 'config.train')
   if train.num_epochs <= 0 and train.num_steps <= 0:
     raise ValueError('one of config.train.num_epochs, config.train.num_steps must be > 0')
+  if train.lm_loss not in LM_LOSSES:
+    raise ValueError(f'config.train.lm_loss={train.lm_loss!r} is not one of {LM_LOSSES}')
   return train
 
 

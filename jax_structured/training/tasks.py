@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from jax_structured import trees
+from jax_structured.training import config as config_lib
 
 Metrics = dict[str, tuple[jax.Array, jax.Array]]
 
@@ -137,10 +138,18 @@ class LanguageModel(Task):
   """Next-token NLL of `targets [B, T]` from logits `[B, T, V]` over `mask [B, T]` (x `example_mask`).
 
   Batches without `targets` use `tokens[:, 1:]` as targets of `logits[:, :-1]` with `lengths - 1`
-  target positions. perplexity = exp(total NLL / tokens) (Cheng et al. 2016, Section 4.1).
+  target positions. perplexity = exp(total NLL / tokens) (Cheng et al. 2016, Section 4.1). The
+  training objective (`config.train.lm_loss`) is the mean NLL per token ('token'), or per row with
+  at least one target ('sequence': summed over the row's tokens); 'nll' and the perplexity are per
+  token either way.
   """
   dev_metric = 'perplexity'
   higher_is_better = False
+
+  def __init__(self, config: ml_collections.ConfigDict | None = None):
+    super().__init__(config)
+    self.per_row = (config is not None and 'train' in config
+                    and config_lib.train_config(config).lm_loss == 'sequence')
 
   def loss_and_metrics(self, outputs, batch):
     logits = outputs
@@ -157,7 +166,9 @@ class LanguageModel(Task):
     nll = _nll(logits, targets)
     count = mask.sum()
     nll_sum = (nll * mask).sum()
-    return nll_sum / jnp.maximum(count, 1.0), {'loss': (nll_sum, count), 'nll': (nll_sum, count)}
+    loss_count = (mask.sum(-1) > 0).sum().astype(count.dtype) if self.per_row else count
+    return (nll_sum / jnp.maximum(loss_count, 1.0),
+            {'loss': (nll_sum, loss_count), 'nll': (nll_sum, count)})
 
   def summarize(self, sums):
     out = super().summarize(sums)
