@@ -8,9 +8,10 @@ root labels only; path relative to the repository root). The paper evaluates its
 SNLI only (Table 1); this config applies the sentence model of sec. 3.1 (embeddings -> BiLSTM ->
 attention -> pooling -> classifier) with the document experiments' settings of sec. 4.2: 200-d
 word2vec vectors trained on train + dev, BiLSTM hidden 100 per direction = 75 semantic + 25 structure
-(eq. 7), max pooling, dropout 0.3 on the input and output layers, Adagrad 0.05, L2 1e-4 except
-embeddings, batches of 32 grouped by length. SST is small, so every training word is kept
-(min_count 1).
+(eq. 7), max pooling, dropout 0.3 on the input and output layers, L2 1e-4 except embeddings,
+batches of 32 grouped by length, but Adam 2e-3 (Cheng et al. 2016's SST setting) instead of
+Adagrad 0.05, which underfits here (see `liu_lapata.sentence_config`). SST is small, so every
+training word is kept (min_count 1).
 
 Options (comma-separated after the file name):
   ''                                   `variants`: none / simple / inside_outside / structured.

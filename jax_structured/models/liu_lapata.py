@@ -493,11 +493,14 @@ def document_config(loader: str, data: Mapping[str, Any], *, variant: Optional[s
 
 def sentence_config(loader: str, data: Mapping[str, Any], *, attention: Optional[str] = None,
                     tiny: bool = False) -> ml_collections.ConfigDict:
-  """`SentenceClassifier` (sec. 3.1) with the document experiments' settings of sec. 4.2.
+  """`SentenceClassifier` (sec. 3.1) with the document experiments' settings of sec. 4.2, but Adam.
 
   200-d word2vec vectors trained on train + dev, BiLSTM 100 per direction = 75 semantic + 25
-  structure (eq. 7), max pooling, dropout 0.3 on the input and output layers, Adagrad 0.05, L2 1e-4
-  except the embeddings, batches of 32; 20 epochs with early stopping (patience 4).
+  structure (eq. 7), max pooling, dropout 0.3 on the input and output layers, L2 1e-4 except the
+  embeddings, batches of 32; 20 epochs with early stopping (patience 4). The paper has no sentence
+  classification experiment; its document optimizer (Adagrad 0.05) underfits SST badly (train and
+  test accuracy near 30% on SST-5 after 10 epochs), so the optimizer is Adam 2e-3, the setting of
+  Cheng et al. (2016) for SST (39% SST-5 test after 3 epochs with otherwise identical settings).
 
   Args:
     loader: the `data` loader name (e.g. 'sst').
@@ -515,6 +518,8 @@ def sentence_config(loader: str, data: Mapping[str, Any], *, attention: Optional
        'attention': attention or 'structured', 'pooling': 'max', 'mlp_hidden': 0,
        'dropout_rate': 0.3, 'single_root': True},
       1e-4, {'num_epochs': 20, 'log_every_steps': 50, 'early_stopping_patience': 4})
+  config.optimizer.name = 'adam'
+  config.optimizer.learning_rate = 2e-3
   _attention_variants(config, attention)
   if tiny:
     _shrink(config)
