@@ -45,7 +45,8 @@ def _parses(n, seed=0):
     out.append({'tokens': rng.integers(2, 50, size=length).astype(np.int32),
                 'tags': rng.integers(1, 17, size=length).astype(np.int32),
                 'heads': rng.integers(-1, length, size=length).astype(np.int32),
-                'relations': rng.integers(1, 30, size=length).astype(np.int32)})
+                'relations': rng.integers(1, 30, size=length).astype(np.int32),
+                'chars': rng.integers(1, 259, size=(length, 6)).astype(np.int32)})
   return out
 
 
@@ -104,6 +105,9 @@ def _check_row(kind, b, row, e):
         np.testing.assert_array_equal(b[key][row, :n], e[key])
       assert np.all(b['heads'][row, n:] == -1)
       assert np.all(b['tags'][row, n:] == 0) and np.all(b['relations'][row, n:] == 0)
+      assert b['chars'].shape[1:] == (b['tokens'].shape[1], 6)
+      np.testing.assert_array_equal(b['chars'][row, :n], e['chars'])
+      assert np.all(b['chars'][row, n:] == 0)
   elif kind == 'pair':
     for key in ('premise', 'hypothesis'):
       n = len(e[key])

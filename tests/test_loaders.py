@@ -258,6 +258,15 @@ def test_universal_dependencies(fixtures_dir, tfds_dir):
   stripped = data.load(_config('universal_dependencies', manual, tfds_dir,
                                strip_relation_subtypes=True))
   assert all(':' not in r for r in stripped.extras['relation_names'])
+  assert 'chars' not in train[0] and 'chars' not in b
+  # max_chars: byte ids of the words as written (lowercase applies to the word ids only).
+  chars = data.load(_config('universal_dependencies', manual, tfds_dir, max_chars=5, lowercase=True))
+  words = [r[1] for r in rows]
+  got = np.concatenate([e['chars'] for e in chars.splits['train'].examples])
+  np.testing.assert_array_equal(got, text.char_ids(words, 5))
+  assert next(chars.splits['train'].batches(4, shuffle=False))['chars'].shape[2] == 5
+  with pytest.raises(ValueError, match='config.data.max_chars=2'):
+    data.load(_config('universal_dependencies', manual, tfds_dir, max_chars=2))
 
 
 @pytest.mark.shared_data

@@ -14,6 +14,7 @@ import optax
 import pytest
 
 import brute_force
+from jax_structured.data import text
 from jax_structured.models import parser
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -300,12 +301,14 @@ def test_bad_configuration_errors():
 
 
 def test_char_cnn_features():
-  ids = parser.char_ids(['a', 'héllo'], 6)
+  ids = text.char_ids(['a', 'héllo'], 6)
   np.testing.assert_array_equal(ids[0], [1, ord('a') + 3, 2, 0, 0, 0])
   assert list(ids[1][:2]) == [1, ord('h') + 3] and ids[1][-1] == 2  # truncated, still closed
+  with pytest.raises(ValueError, match='max_chars must be >= 3'):
+    text.char_ids(['a'], 2)
   rng = np.random.default_rng(7)
   batch = _batch(rng, [2, 3], 3)
-  batch['chars'] = np.stack([np.concatenate([parser.char_ids(w, 8),
+  batch['chars'] = np.stack([np.concatenate([text.char_ids(w, 8),
                                              np.zeros((3 - len(w), 8), np.int32)])
                              for w in (['ab', 'c'], ['de', 'fgh', 'i'])])
   model = _tiny_model(char_dim=4, char_features=5, num_tags=0, tag_input='none')
@@ -607,6 +610,11 @@ def test_configs_build_with_the_training_schemas():
   assert (full.optimizer.learning_rate, full.optimizer.b2) == (2e-3, 0.9)
   with pytest.raises(ValueError, match='unknown option'):
     _load_config('ewt.py', 'huge')
+  for options in ('chars', 'tiny,chars'):
+    chars = _load_config('ewt.py', options)
+    loaders.validate_config(chars.data, 'universal_dependencies')
+    parser.ParseTask(chars)  # character ids are configured for the character CNN
+    assert chars.data.max_chars >= 3 and parser.build(chars.model, vocab_size=10, num_classes=0).char_dim
 
 
 def _tiny_treebank(root):
@@ -617,9 +625,15 @@ def _tiny_treebank(root):
 
 
 def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
+  """Train (with the character CNN: loader -> batches -> model) -> checkpoint -> parse raw text."""
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   config = _load_config('ewt_tiny.py')
   del config['variants']
+  config.model.char_dim = 4
+  config.model.char_features = 6
+  with pytest.raises(ValueError, match=r'config.model.char_dim=4 needs .* config.data.max_chars'):
+    parser.ParseTask(config)
+  config.data.max_chars = 10
   config.data.manual_dir = str(_tiny_treebank(tmp_path / 'ud'))
   config.data.data_dir = str(tmp_path / 'tfds')
   config.data.config = ''
@@ -633,6 +647,8 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   workdir = tmp_path / 'run'
   metrics = training.train_and_evaluate(config, str(workdir))
   assert 0 <= metrics['validation']['las'] <= metrics['validation']['uas'] <= 1
+  restored = training.load_trained(str(workdir))
+  assert restored.variables['params']['char_cnn']['conv']['kernel'].shape == (3, 4, 6)
   # The workdir keeps what rebuilds the model (vocabularies, relation names), not the treebank.
   assert set(json.loads((workdir / 'extras.json').read_text())) == {
       'tag_vocab', 'relation_vocab', 'relation_names'}

@@ -3,6 +3,10 @@
 python -m launch.train --config=configs/parser/ewt.py --workdir=/tmp/parser_ewt
 python -m launch.train --config=configs/parser/ewt.py:tiny --workdir=/tmp/parser_tiny  (CPU sizes;
     the same as configs/parser/ewt_tiny.py)
+python -m launch.train --config=configs/parser/ewt.py:chars --workdir=/tmp/parser_ewt_chars
+
+Options (comma-separated): 'tiny' (CPU sizes), 'chars' (add a byte-level character CNN, 50-d bytes
+-> 100 features, over words of up to 20 bytes; `data.max_chars` makes the loader give them).
 
 Dozat & Manning (2017): 100-d word and tag embeddings, 3 BiLSTM layers of 400 units per direction,
 500-d arc MLPs, 100-d label MLPs, dropout 0.33, Adam (lr 2e-3, beta1 = beta2 = 0.9), gradient norm
@@ -32,9 +36,11 @@ EWT_NUM_RELATIONS = 53
 
 
 def get_config(options: str = '') -> ml_collections.ConfigDict:
-  """The EWT parser config; `options='tiny'` gives the CPU-sized version (`tiny`)."""
-  if options not in ('', 'tiny'):
-    raise ValueError(f'configs/parser/ewt.py: unknown option {options!r}; expected "" or "tiny"')
+  """The EWT parser config; options (comma-separated) as in the module docstring."""
+  chosen = [o.strip() for o in options.split(',') if o.strip()]
+  unknown = sorted(set(chosen) - {'tiny', 'chars'})
+  if unknown:
+    raise ValueError(f'configs/parser/ewt.py: unknown option(s) {unknown}; known: "tiny", "chars"')
   config = ml_collections.ConfigDict()
   config.seed = 0
   config.task = 'parse'
@@ -59,7 +65,7 @@ def get_config(options: str = '') -> ml_collections.ConfigDict:
   config.model.tag_dim = 100
   config.model.tag_input = 'predicted'  # 'predicted' | 'gold' | 'none'
   config.model.tag_loss_weight = 1.0
-  config.model.char_dim = 0  # byte CNN needs batches with 'chars' (not produced by the UD loader)
+  config.model.char_dim = 0  # > 0: byte CNN (needs data.max_chars > 0; the 'chars' option)
   config.model.char_features = 100
   config.model.lstm_hidden = 400
   config.model.lstm_layers = 3
@@ -91,7 +97,11 @@ def get_config(options: str = '') -> ml_collections.ConfigDict:
       'crf': {'model': {'loss': 'crf'}},
       'local': {'model': {'loss': 'local'}},
   })
-  return tiny(config) if options == 'tiny' else config
+  if 'chars' in chosen:
+    config.data.max_chars = 20
+    config.model.char_dim = 50
+    config.model.char_features = 100
+  return tiny(config) if 'tiny' in chosen else config
 
 
 def tiny(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -111,6 +121,9 @@ def tiny(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   config.model.tagger_hidden = 16
   config.model.arc_mlp = 32
   config.model.label_mlp = 16
+  if config.model.char_dim:
+    config.model.char_dim = 8
+    config.model.char_features = 16
   config.model.dropout = 0.2
   config.optimizer.schedule = 'constant'
   config.train.num_epochs = 0

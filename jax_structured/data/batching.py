@@ -155,11 +155,17 @@ def collate(examples: Sequence[Example], kind: str, shape: tuple[int, ...]) -> B
     return batch
   if kind == 'parse':
     (t,) = shape
-    return {'tokens': _pad_1d([e['tokens'] for e in examples], t, 0),
-            'tags': _pad_1d([e['tags'] for e in examples], t, 0),
-            'heads': _pad_1d([e['heads'] for e in examples], t, -1),
-            'relations': _pad_1d([e['relations'] for e in examples], t, 0),
-            'lengths': np.asarray([len(e['tokens']) for e in examples], np.int32)}
+    batch = {'tokens': _pad_1d([e['tokens'] for e in examples], t, 0),
+             'tags': _pad_1d([e['tags'] for e in examples], t, 0),
+             'heads': _pad_1d([e['heads'] for e in examples], t, -1),
+             'relations': _pad_1d([e['relations'] for e in examples], t, 0),
+             'lengths': np.asarray([len(e['tokens']) for e in examples], np.int32)}
+    if 'chars' in examples[0]:  # [n, L] byte ids per example -> [B, t, L], 0-padded
+      chars = np.zeros((len(examples), t, examples[0]['chars'].shape[1]), np.int32)
+      for i, e in enumerate(examples):
+        chars[i, :len(e['chars'])] = e['chars']
+      batch['chars'] = chars
+    return batch
   if kind == 'lm':
     (t,) = shape
     lengths = np.asarray([len(e['tokens']) - 1 for e in examples], np.int32)

@@ -7,7 +7,8 @@ Encoded examples (what `Split.examples` holds), by `kind`:
 - 'lm':       {'tokens': int32[n]} (a sentence, or the whole stream when `Split.num_steps` is set;
               targets are the next tokens)
 - 'translation': {'source': int32[n], 'target': int32[m]}
-- 'parse':    {'tokens': int32[n], 'tags': int32[n], 'heads': int32[n], 'relations': int32[n]}
+- 'parse':    {'tokens': int32[n], 'tags': int32[n], 'heads': int32[n], 'relations': int32[n]}, and
+              'chars': int32[n, L] (byte ids, `text.char_ids`) when the loader's `max_chars > 0`
 `Split.batches` turns them into padded batch dicts (see docs/internals.md) with `batching.make_batches`.
 """
 from __future__ import annotations

@@ -71,7 +71,8 @@ LOADER_DEFAULTS: dict[str, dict[str, Any]] = {
     'snli': {'lowercase': False},
     'quora_qqp': {'lowercase': False},
     'ptb_lm': {'lowercase': False, 'num_steps': 35, 'context': 0},
-    'universal_dependencies': {'lowercase': False, 'tags': 'upos', 'strip_relation_subtypes': False},
+    'universal_dependencies': {'lowercase': False, 'tags': 'upos', 'strip_relation_subtypes': False,
+                               'max_chars': 0},
     'iwslt15_en_vi': {'lowercase': False, 'max_length': 50, 'target_min_count': 1,
                       'target_max_vocab_size': 0},
     'document_classification': {'config': 'yelp13', 'min_count': 6, 'max_sentences': 0,
@@ -529,12 +530,17 @@ def load_universal_dependencies(config) -> core.TaskData:
   Examples: `tokens` (word ids), `tags` (UPOS, or XPOS with `tags='xpos'`, ids of
   `extras['tag_vocab']`), `heads` (0-based, -1 = ROOT: the CoNLL-U HEAD minus one) and `relations`
   (ids of `extras['relation_vocab']`, names `extras['relation_names']`; `<pad>` = 0 and `<unk>` = 1
-  for relations unseen in train). `strip_relation_subtypes` maps `nsubj:pass` to `nsubj`. (Parses
-  are written as CoNLL-U by `models.parser.to_conllu` from the input file's own rows.)
+  for relations unseen in train). `strip_relation_subtypes` maps `nsubj:pass` to `nsubj`. With
+  `max_chars > 0` every example also has `chars` int32[n, max_chars], the byte ids of its words as
+  written (before `lowercase`; `text.char_ids`), for the parser's character CNN. (Parses are
+  written as CoNLL-U by `models.parser.to_conllu` from the input file's own rows.)
   """
   cfg = validate_config(config, 'universal_dependencies')
   if cfg['tags'] not in ('upos', 'xpos'):
     raise ValueError(f'config.data.tags={cfg["tags"]!r} must be "upos" or "xpos"')
+  if cfg['max_chars'] and cfg['max_chars'] < 3:
+    raise ValueError(f'config.data.max_chars={cfg["max_chars"]} must be 0 (no character ids) or '
+                     '>= 3 (word begin, a byte, word end)')
   raw, skipped, _ = _read_splits('universal_dependencies', cfg, cfg['config'] or None)
   data = {s: _filter_train('universal_dependencies', s, records, lambda r: len(r['tokens']), cfg,
                            skipped) for s, records in raw.items()}
@@ -562,9 +568,12 @@ def load_universal_dependencies(config) -> core.TaskData:
       if heads.min() < -1 or heads.max() >= n:
         raise ValueError(f'universal_dependencies {split} sentence {r.get("sent_id", i)!r}: a HEAD '
                          f'outside 0..{n}')
-      out.append({'tokens': vocab.encode(words(r)), 'tags': tag_vocab.encode(r[cfg['tags']]),
-                  'heads': heads,
-                  'relations': relation_vocab.encode([relation(d) for d in r['deprels']])})
+      example = {'tokens': vocab.encode(words(r)), 'tags': tag_vocab.encode(r[cfg['tags']]),
+                 'heads': heads,
+                 'relations': relation_vocab.encode([relation(d) for d in r['deprels']])}
+      if cfg['max_chars']:
+        example['chars'] = text_lib.char_ids(r['tokens'], cfg['max_chars'])
+      out.append(example)
     examples[split] = out
   extras = {
       'tag_vocab': tag_vocab,

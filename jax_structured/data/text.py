@@ -10,6 +10,7 @@ Everything here is deterministic, rule based and offline (no downloaded models):
   "e.g."/"i.e.", ellipses and closing quotes/brackets.
 * `sst_phrases`: all labelled phrases of an SST tree in PTB bracket format.
 * `filter_by_length`: drops too long / empty examples and counts what was dropped.
+* `char_ids`: byte-level character ids of words (the parser's character CNN).
 """
 from __future__ import annotations
 
@@ -17,7 +18,12 @@ import collections
 import re
 from typing import Callable, Iterable, Sequence, TypeVar
 
+import numpy as np
+
 T = TypeVar('T')
+
+# Character ids of `char_ids`: 0 padding, 1 word begin, 2 word end, 3 + byte.
+NUM_CHAR_IDS = 256 + 3
 
 # --------------------------------------------------------------------------------------------------
 # Cleaning (Kim 2014, github.com/yoonkim/CNN_sentence, process_data.py)
@@ -282,3 +288,22 @@ def filter_by_length(items: Iterable[T], length_fn: Callable[[T], int], *,
     else:
       kept.append(item)
   return kept, skipped
+
+
+def char_ids(words: Sequence[str], max_chars: int) -> np.ndarray:
+  """Byte-level character ids of words (the input of `models.parser.CharCNN`).
+
+  Args:
+    words: the words of one sentence.
+    max_chars: width L >= 3; longer words keep their first L - 2 UTF-8 bytes (plus the boundaries).
+
+  Returns:
+    int32[len(words), max_chars]: 1 (begin), UTF-8 bytes + 3, 2 (end), then 0 padding.
+  """
+  if max_chars < 3:
+    raise ValueError(f'max_chars must be >= 3 (begin, one byte, end), got {max_chars}')
+  out = np.zeros((len(words), max_chars), np.int32)
+  for i, word in enumerate(words):
+    ids = [1] + [b + 3 for b in word.encode('utf-8')[:max_chars - 2]] + [2]
+    out[i, :len(ids)] = ids
+  return out

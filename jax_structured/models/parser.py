@@ -59,6 +59,7 @@ import numpy as np
 
 from jax_structured import nn as jsnn
 from jax_structured import trees
+from jax_structured.data import text
 
 Array = jax.Array
 
@@ -67,9 +68,6 @@ TAG_INPUTS = ('predicted', 'gold', 'none')
 PUNCT_UPOS = ('PUNCT', 'SYM')
 # Tag and relation ids 0 and 1 are `<pad>` and `<unk>` of `data.Vocabulary`: never predicted.
 _RESERVED_IDS = (0, 1)
-# Byte-level characters: id = byte + 3 (0 = padding, 1 = beginning of word, 2 = end of word).
-NUM_CHAR_IDS = 256 + 3
-
 
 # ----------------------------------------------------------------------------------------------
 # Pure functions: masks, gathers, losses, decoding.
@@ -239,23 +237,6 @@ def predict_labels(logits: Array) -> Array:
 predict_tags = predict_labels
 
 
-def char_ids(words: Sequence[str], max_chars: int) -> np.ndarray:
-  """Byte-level character ids of words for the character CNN.
-
-  Args:
-    words: the words of one sentence.
-    max_chars: width L; longer words keep their first L - 2 bytes (plus the word boundaries).
-
-  Returns:
-    int32[len(words), max_chars]: 1 (begin), UTF-8 bytes + 3, 2 (end), then 0 padding.
-  """
-  out = np.zeros((len(words), max_chars), np.int32)
-  for i, word in enumerate(words):
-    ids = [1] + [b + 3 for b in word.encode('utf-8')[:max_chars - 2]] + [2]
-    out[i, :len(ids)] = ids
-  return out
-
-
 # ----------------------------------------------------------------------------------------------
 # The model.
 # ----------------------------------------------------------------------------------------------
@@ -275,7 +256,7 @@ class BiaffineMLP(nn.Module):
 class CharCNN(nn.Module):
   """Byte-level character CNN word features (max-pooled convolution, Ma & Hovy 2016 style).
 
-  Input int32[B, n, L] byte ids of `char_ids` (0 = padding); output float[B, n, features].
+  Input int32[B, n, L] byte ids of `data.text.char_ids` (0 = padding); output float[B, n, features].
   """
   embed_dim: int
   features: int
@@ -284,7 +265,7 @@ class CharCNN(nn.Module):
   @nn.compact
   def __call__(self, chars: Array) -> Array:
     b, n, length = chars.shape
-    x = nn.Embed(NUM_CHAR_IDS, self.embed_dim, name='embed')(chars.reshape(b * n, length))
+    x = nn.Embed(text.NUM_CHAR_IDS, self.embed_dim, name='embed')(chars.reshape(b * n, length))
     x = nn.Conv(self.features, (self.width,), padding='SAME', name='conv')(x)  # [B n, L, F]
     valid = (chars.reshape(b * n, length) > 0)[..., None]
     x = jnp.max(jnp.where(valid, x, -jnp.inf), axis=1)
@@ -303,7 +284,8 @@ class BiaffineParser(nn.Module):
     tag_dim: tag embedding size (used unless `tag_input == 'none'`).
     tag_input: 'predicted' | 'gold' | 'none' (module docstring).
     char_dim: byte embedding size of the character CNN; 0 = no character features. When > 0, batches
-      must carry 'chars' int32[B, n, L] (`char_ids`).
+      must carry 'chars' int32[B, n, L] (`data.text.char_ids`; the
+      `universal_dependencies` loader gives them with `data.max_chars > 0`).
     char_features: character CNN output size.
     lstm_hidden: BiLSTM units per direction.
     lstm_layers: BiLSTM layers.
@@ -371,8 +353,8 @@ class BiaffineParser(nn.Module):
                          name='word_embed')(tokens)]
     if self.char_dim > 0:
       if 'chars' not in batch:
-        raise KeyError('config.model.char_dim > 0 but the batch has no "chars" [B, n, L] '
-                       '(byte ids from parser.char_ids)')
+        raise KeyError('config.model.char_dim > 0 but the batch has no "chars" [B, n, L] (byte ids '
+                       'of data.text.char_ids: set config.data.max_chars > 0)')
       features.append(CharCNN(self.char_dim, self.char_features, name='char_cnn')(batch['chars']))
     words = jnp.concatenate(features, axis=-1)
 
@@ -761,7 +743,12 @@ def parse(trained, sentences: Sequence[Mapping[str, Any]], *, batch_size: int = 
   tag_names = list(getattr(tag_vocab, 'tokens', tag_vocab or []))
   check_data_sizes({'num_tags': model.num_tags, 'num_relations': model.num_relations},
                    tag_vocab=tag_names if model.num_tags else None, relation_names=relation_names)
-  lowercase = bool(trained.config.get('data', {}).get('lowercase', False))
+  data_config = trained.config.get('data', {})
+  lowercase = bool(data_config.get('lowercase', False))
+  max_chars = int(data_config.get('max_chars', 0)) if model.char_dim > 0 else 0
+  if model.char_dim > 0 and max_chars < 3:
+    raise ValueError(f'the parser in this workdir reads characters (model.char_dim={model.char_dim}) '
+                     f'but its config has data.max_chars={max_chars}')
   use_tags = (model.tag_input == 'gold' and sentences and
               all(s.get('tags') is not None for s in sentences))
   if use_tags:
@@ -787,8 +774,12 @@ def parse(trained, sentences: Sequence[Mapping[str, Any]], *, batch_size: int = 
              'lengths': np.ones((batch_size,), np.int32)}  # padding rows: one word, ignored
     if use_tags:
       batch['tags'] = np.zeros((batch_size, n), np.int32)
+    if max_chars:
+      batch['chars'] = np.zeros((batch_size, n, max_chars), np.int32)
     for row, i in enumerate(index):
       words = sentences[i]['words']
+      if max_chars:
+        batch['chars'][row, :len(words)] = text.char_ids(words, max_chars)
       words = [w.lower() for w in words] if lowercase else words
       batch['tokens'][row, :len(words)] = trained.vocab.encode(words)
       batch['lengths'][row] = len(words)
@@ -887,6 +878,10 @@ class ParseTask(_TaskBase):
     if self.loss not in LOSSES:
       raise ValueError(f'config.model.loss={self.loss!r}; expected one of {LOSSES}')
     self.tag_loss_weight = float(model_config.get('tag_loss_weight', 1.0))
+    data_config = (config.get('data') if config is not None else None) or {}
+    if int(model_config.get('char_dim', 0)) > 0 and not int(data_config.get('max_chars', 0)):
+      raise ValueError(f'config.model.char_dim={model_config.get("char_dim")} needs character ids in '
+                       'the batches: set config.data.max_chars > 0 (e.g. 20)')
     extras = (getattr(task_data, 'extras', None) or {}) if task_data is not None else {}
     if tag_vocab is None:
       tag_vocab = extras.get('tag_vocab')
