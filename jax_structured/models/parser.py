@@ -45,7 +45,6 @@ from __future__ import annotations
 import functools
 import gzip
 import html
-import importlib.util
 import json
 import os
 import re
@@ -60,6 +59,8 @@ import numpy as np
 from jax_structured import nn as jsnn
 from jax_structured import trees
 from jax_structured.data import text
+from jax_structured.models import registry
+from jax_structured.training import tasks
 
 Array = jax.Array
 
@@ -851,14 +852,8 @@ def check_data_sizes(model_config, *, tag_vocab=None, relation_names=None, num_c
                      f'config.model.num_relations={len(relation_names)}')
 
 
-if importlib.util.find_spec('jax_structured.training.tasks') is not None:
-  from jax_structured.training import tasks as _tasks  # pylint: disable=g-import-not-at-top
-  _TaskBase = _tasks.Task
-else:  # the training platform is not installed in this tree yet
-  _tasks, _TaskBase = None, object
-
-
-class ParseTask(_TaskBase):
+@tasks.register('parse')
+class ParseTask(tasks.Task):
   """Training-platform task 'parse': tree-CRF (or local) loss; UAS/LAS of `trees.mst` trees.
 
   Constructed with the run config (reads `config.model.loss` and `config.model.tag_loss_weight`) and,
@@ -870,8 +865,7 @@ class ParseTask(_TaskBase):
   higher_is_better = True
 
   def __init__(self, config=None, task_data=None, *, tag_vocab=None):
-    if _TaskBase is not object:
-      super().__init__(config)
+    super().__init__(config)
     model_config = config.get('model') if config is not None else None
     model_config = model_config if model_config is not None else {}
     self.loss = model_config.get('loss', 'crf')
@@ -900,13 +894,4 @@ class ParseTask(_TaskBase):
     return attachment_metrics(outputs, batch, punct_tag_ids=self.punct_tag_ids)
 
 
-def _register():
-  """Registers the model and the task with the registries (written concurrently: if present)."""
-  if importlib.util.find_spec('jax_structured.models.registry') is not None:
-    from jax_structured.models import registry as model_registry  # pylint: disable=g-import-not-at-top
-    model_registry.register('parser.biaffine')(build)
-  if _tasks is not None:
-    _tasks.register('parse')(ParseTask)
-
-
-_register()
+registry.register('parser.biaffine')(build)

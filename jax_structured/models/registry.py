@@ -8,7 +8,6 @@ dataclass fields are the valid config keys (see `build_module`). The family modu
 """
 import dataclasses
 import importlib
-import importlib.util
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 import flax.linen as nn
@@ -118,5 +117,4 @@ def build_module(module_cls: type, config, *, model_name: str, vocab_size: int, 
 
 def _import_families():
   for module in FAMILY_MODULES:
-    if importlib.util.find_spec(module) is not None:
-      importlib.import_module(module)
+    importlib.import_module(module)
