@@ -15,6 +15,7 @@ import ml_collections
 import numpy as np
 
 from jax_structured import data
+from jax_structured import models
 from jax_structured import training
 from jax_structured.training import config as config_lib
 from jax_structured.training import optimizers
@@ -111,7 +112,7 @@ class TinyModel(nn.Module):
     return nn.Dense(self.num_classes, name='out')(hidden)
 
 
-@training.register_model('tiny_test_model')
+@models.register('tiny_test_model')
 def build_tiny_model(model_config, *, vocab_size, num_classes, embeddings=None):
   del embeddings
   return TinyModel(vocab_size, num_classes, dim=model_config.get('dim', 8),

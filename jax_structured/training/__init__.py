@@ -26,12 +26,11 @@ from jax_structured.training.trainer import evaluate
 from jax_structured.training.trainer import load_split
 from jax_structured.training.trainer import load_trained
 from jax_structured.training.trainer import maybe_initialize_distributed
-from jax_structured.training.trainer import register_model
 from jax_structured.training.trainer import train_and_evaluate
 
 __all__ = [
     'CheckpointError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'config', 'eval_step',
     'evaluate', 'load_split', 'load_trained', 'maybe_initialize_distributed', 'optimizer_defaults', 'optimizers',
-    'parallel', 'register_model', 'steps', 'tasks', 'train_and_evaluate', 'train_defaults',
+    'parallel', 'steps', 'tasks', 'train_and_evaluate', 'train_defaults',
     'train_step',
 ]

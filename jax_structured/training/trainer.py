@@ -19,6 +19,7 @@ import jax
 import ml_collections
 import numpy as np
 
+from jax_structured import models
 from jax_structured.training import checkpoints as ckpt_lib
 from jax_structured.training import config as config_lib
 from jax_structured.training import metrics as metrics_lib
@@ -31,31 +32,10 @@ EVAL_SPLITS = ('validation', 'test')
 
 # --- model lookup -----------------------------------------------------------------------------------
 
-_MODEL_BUILDERS: dict[str, Callable] = {}
-
-
-def register_model(name: str) -> Callable[[Callable], Callable]:
-  """Registers `builder(model_config, *, vocab_size, num_classes, embeddings) -> nn.Module` under
-  `config.model.name` (looked up before `jax_structured.models.build`; for extensions and tests)."""
-  def wrap(fn):
-    if name in _MODEL_BUILDERS and _MODEL_BUILDERS[name] is not fn:
-      raise ValueError(f'model {name!r} registered twice')
-    _MODEL_BUILDERS[name] = fn
-    return fn
-  return wrap
-
 
 def build_model(model_config: ml_collections.ConfigDict, *, vocab_size: int, num_classes: int,
                 embeddings: np.ndarray | None = None):
-  """The Linen module of `config.model` (training registry first, then `models.build`)."""
-  name = model_config.get('name')
-  if name in _MODEL_BUILDERS:
-    return _MODEL_BUILDERS[name](model_config, vocab_size=vocab_size, num_classes=num_classes,
-                                 embeddings=embeddings)
-  from jax_structured import models  # pylint: disable=g-import-not-at-top
-  if not hasattr(models, 'build'):
-    raise NotImplementedError(f'config.model.name={name!r}: jax_structured.models.build does not exist '
-                              'yet and no model of that name is registered with training.register_model')
+  """The Linen module of `config.model`, from the `models.register` registry (`models.build`)."""
   return models.build(model_config, vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings)
 
 
