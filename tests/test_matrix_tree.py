@@ -648,6 +648,10 @@ def test_benchmark_launcher_and_baselines():
     np.testing.assert_allclose(got[1], expected[1], atol=1e-10)
   rows = trees_benchmark.run([(2, 3)], repeats=1, dtype='float64')
   assert rows[0]['size'] == '2x3' and isinstance(rows[0]['ours +grad'], float)
-  assert isinstance(rows[0]['sample'], float)
+  assert isinstance(rows[0]['sample'], float) and isinstance(rows[0]['sample 1 sharp'], float)
+  sharp = trees_benchmark.one_sharp_sentence(jnp.asarray(arc))
+  _, _, _, lap = trees_benchmark._laplacian(sharp, root, lens)
+  flagged = _matrix_tree._needs_exact(lap, jnp.linalg.inv(lap))
+  assert flagged.tolist() == [True, False]  # the benchmark's sharp sentence takes the exact path
   table = trees_benchmark.format_table(rows)
   assert table.splitlines()[0].split()[:3] == ['size', 'ours', 'marg']

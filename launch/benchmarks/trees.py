@@ -16,6 +16,9 @@ ended with `block_until_ready`:
 * `mst`, `proj marg`: `trees.mst` and `trees.projective_marginals` ("n/a" if not implemented).
 * `sample`: `trees.sample`, one tree per sentence (these N(0, 1) scores stay on its fast path: largest
   conditional-sum error 1e-4 / 1e-4 / 5e-4 at the three default sizes, threshold 2e-3).
+* `marg 1 sharp` / `sample 1 sharp`: `trees.marginals` / `trees.sample` on the same scores with ONE
+  sentence made too sharp for the LU path (`one_sharp_sentence`): the cost of the exact fallback, which
+  runs on the flagged sentence only (compare with `ours marg` / `sample`).
 * `ts ...`: torch-struct's `NonProjectiveDependencyCRF` / `DependencyCRF` when `torch_struct` is
   importable (skipped with a note otherwise).
 * `ref ...`: the figures quoted in the issue (H100, float32) for comparison, not measured here.
@@ -101,6 +104,16 @@ def _loss_and_grad(marginals_fn):
   return jax.value_and_grad(loss, (0, 1))
 
 
+def one_sharp_sentence(arc_scores):
+  """`arc_scores` [B, n, n] (n >= 2) with arcs 0 -> 1 and 1 -> 0 of sentence 0 scored 40.
+
+  That sentence's Laplacian is then too ill-conditioned for the LU path (`_needs_exact` flags it, in
+  float32 and float64), as happens to a few sentences per batch once a model's scores sharpen; the
+  other B - 1 sentences stay on the fast path.
+  """
+  return arc_scores.at[0, 0, 1].set(40.0).at[0, 1, 0].set(40.0)
+
+
 # ----------------------------------------------------------------------------------------------
 # Timing.
 
@@ -126,7 +139,7 @@ def peak_bytes(fn, args):
 
 
 def _maybe(fn, args, repeats):
-  """time_ms, or 'n/a' when the function is not implemented yet."""
+  """time_ms, or 'n/a' when the function raises NotImplementedError (e.g. on a dtype it lacks)."""
   try:
     return time_ms(fn, args, repeats)
   except NotImplementedError:
@@ -220,6 +233,9 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
     row['naive +grad'] = time_ms(naive_grad, grad_args, repeats)
     row['mst'] = _maybe(mst, (arc, root), repeats)
     row['sample'] = time_ms(sample, (keys[2], arc, root), repeats)
+    sharp = one_sharp_sentence(arc)
+    row['marg 1 sharp'] = time_ms(ours_marg, (sharp, root), repeats)
+    row['sample 1 sharp'] = time_ms(sample, (keys[2], sharp, root), repeats)
     row['proj marg'] = _maybe(projective, (arc, root), repeats)
     ts = _torch_struct_columns(batch, length, np.asarray(arc), np.asarray(root), repeats)
     if ts is not None:
