@@ -13,7 +13,7 @@ ended with `block_until_ready`:
   JVP), i.e. the alternative the custom rule replaces.
 * `naive ...`: `jnp.linalg.slogdet` of the same masked, column-shifted Laplacian and `jax.grad` for
   the marginals (and grad-of-grad for `+grad`).
-* `mst`, `proj marg`: `trees.mst` and `trees.projective_marginals` ("n/a" if not implemented).
+* `mst`, `proj marg`: `trees.mst` and `trees.projective_marginals`.
 * `sample`: `trees.sample`, one tree per sentence (these N(0, 1) scores stay on its fast path: largest
   conditional-sum error 1e-4 / 1e-4 / 5e-4 at the three default sizes, threshold 2e-3).
 * `marg 1 sharp` / `sample 1 sharp`: `trees.marginals` / `trees.sample` on the same scores with ONE
@@ -138,14 +138,6 @@ def peak_bytes(fn, args):
           + analysis.temp_size_in_bytes)
 
 
-def _maybe(fn, args, repeats):
-  """time_ms, or 'n/a' when the function raises NotImplementedError (e.g. on a dtype it lacks)."""
-  try:
-    return time_ms(fn, args, repeats)
-  except NotImplementedError:
-    return 'n/a'
-
-
 class _Row(dict):
   """A dict that logs every measurement as it is stored (progress for slow devices)."""
 
@@ -204,7 +196,7 @@ def _torch_struct_columns(batch, length, arc, root, repeats):
 
 
 def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
-  """Measures every column for every (batch, length); returns a list of row dicts (ms or 'n/a')."""
+  """Measures every column for every (batch, length); returns a list of row dicts (ms)."""
   dtype = jnp.dtype(dtype)
   rows = []
   key = jax.random.key(seed)
@@ -231,12 +223,12 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
     row['ours +grad'] = time_ms(ours_grad, grad_args, repeats)
     row['inv-AD +grad'] = time_ms(inv_grad, grad_args, repeats)
     row['naive +grad'] = time_ms(naive_grad, grad_args, repeats)
-    row['mst'] = _maybe(mst, (arc, root), repeats)
+    row['mst'] = time_ms(mst, (arc, root), repeats)
     row['sample'] = time_ms(sample, (keys[2], arc, root), repeats)
     sharp = one_sharp_sentence(arc)
     row['marg 1 sharp'] = time_ms(ours_marg, (sharp, root), repeats)
     row['sample 1 sharp'] = time_ms(sample, (keys[2], sharp, root), repeats)
-    row['proj marg'] = _maybe(projective, (arc, root), repeats)
+    row['proj marg'] = time_ms(projective, (arc, root), repeats)
     ts = _torch_struct_columns(batch, length, np.asarray(arc), np.asarray(root), repeats)
     if ts is not None:
       row.update(ts)
