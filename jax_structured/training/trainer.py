@@ -27,6 +27,7 @@ from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks as tasks_lib
+from jax_structured.viz import induce
 
 EVAL_SPLITS = ('validation', 'test')
 
@@ -404,12 +405,6 @@ def _after_training(config, workdir: str, train_cfg) -> dict[str, Any]:
   """The render_trees hook: `viz.induce.induce_trees` statistics for metrics.json."""
   if not train_cfg.render_trees:
     return {}
-  try:
-    from jax_structured.viz import induce  # pylint: disable=g-import-not-at-top
-  except ImportError as e:
-    logging.warning('config.train.render_trees=%d but jax_structured.viz.induce is unavailable (%s)',
-                    train_cfg.render_trees, e)
-    return {'induced_trees': {'error': f'jax_structured.viz.induce unavailable: {e}'}}
   try:
     stats = induce.induce_trees(workdir, split='test', num_pictures=train_cfg.render_trees)
   except ValueError as e:  # e.g. a variant without attention scores: nothing to decode
