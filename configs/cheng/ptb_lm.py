@@ -16,10 +16,10 @@ objective, the NLL summed over a window's 35 steps and averaged over the batch (
 epoch the LSTMN was still at validation perplexity 677.
 
 The text is cut into 40 contiguous streams (`data.batching.lm_stream_batches`). The generic train
-loop does not carry recurrent state from one window to the next; instead, when the `ptb_lm` loader
-supports `data.context`, each window is preceded by its `context` previous stream tokens, which the
-model reads into its memory tape (and LSTM state) without scoring them, so the LSTMN attends across
-window boundaries (up to context + 35 tokens back).
+loop does not carry recurrent state from one window to the next; instead each window is preceded by
+its `data.context` (35) previous stream tokens, which the model reads into its memory tape (and LSTM
+state) without scoring them, so the LSTMN attends across window boundaries (up to context + 35
+tokens back).
 
 Options (comma-separated, after the file name):
   ''                         LSTMN-1 as the base, `variants` = the four models of Table 1.
@@ -62,8 +62,7 @@ def get_config(options=''):
   config.data.manual_dir = '../shared/data/ptb_lm'
   config.data.batch_size = 40
   config.data.num_steps = 35
-  if 'context' in config.data:  # once the ptb_lm loader routes `context` to lm_stream_batches
-    config.data.context = 35
+  config.data.context = 35  # stream tokens before each window, read into the tapes, not scored
 
   cell, layers = MODELS[model_name or 'lstmn1']
   config.model = ml_collections.ConfigDict()
@@ -96,8 +95,7 @@ def get_config(options=''):
   if tiny:
     config.data.batch_size = 8
     config.data.num_steps = 10
-    if 'context' in config.data:
-      config.data.context = 10
+    config.data.context = 10
     config.model.embedding_dim = 16
     config.model.hidden_size = 32
     config.optimizer.learning_rate = 1.0
