@@ -646,9 +646,10 @@ def test_benchmark_launcher_and_baselines():
     got = jax.jit(baseline)(arc, root, lens)
     np.testing.assert_allclose(got[0] * (1 - np.eye(5)), expected[0], atol=1e-10)
     np.testing.assert_allclose(got[1], expected[1], atol=1e-10)
-  rows = trees_benchmark.run([(2, 3)], repeats=1, dtype='float64')
+  rows = trees_benchmark.run([(2, 3), (2, 1)], repeats=1, dtype='float64')
   assert rows[0]['size'] == '2x3' and isinstance(rows[0]['ours +grad'], float)
   assert isinstance(rows[0]['sample'], float) and isinstance(rows[0]['sample 1 sharp'], float)
+  assert 'marg 1 sharp' not in rows[1] and 'sample 1 sharp' not in rows[1]  # one word: no arcs
   sharp = trees_benchmark.one_sharp_sentence(jnp.asarray(arc))
   _, _, _, lap = trees_benchmark._laplacian(sharp, root, lens)
   flagged = _matrix_tree._needs_exact(lap, jnp.linalg.inv(lap))
