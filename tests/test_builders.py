@@ -11,6 +11,8 @@ import pathlib
 import shutil
 import sys
 import tempfile
+import threading
+import time
 
 import pytest
 
@@ -176,6 +178,40 @@ def test_building_leaves_no_temporary_directories(tmp_path, monkeypatch):
   assert builders.load_examples('ptb_lm', 'train', manual_dir=manual,
                                 data_dir=tmp_path / 'tfds') == [{'text': ' a b '}]
   assert sorted(p.name for p in scratch.iterdir()) == []
+
+def test_concurrent_launches_build_once(tmp_path, monkeypatch):
+  # Two launches that find the dataset unbuilt: the second waits for the first's build and reads it,
+  # instead of building it again and failing to rename its copy onto the finished one.
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  (manual / 'ptb.train.txt').write_text(' a b \n c \n')
+  cls = builders.BUILDERS['ptb_lm']
+  original, builds, start = cls.download_and_prepare, [], threading.Barrier(2)
+
+  def slow_build(self, *args, **kwargs):
+    builds.append(1)
+    time.sleep(0.5)  # hold the build open while the other launch arrives
+    return original(self, *args, **kwargs)
+
+  monkeypatch.setattr(cls, 'download_and_prepare', slow_build)
+  results, errors = [], []
+
+  def launch():
+    start.wait()
+    try:
+      results.append(builders.load_examples('ptb_lm', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds'))
+    except Exception as e:  # pylint: disable=broad-except
+      errors.append(e)
+
+  threads = [threading.Thread(target=launch) for _ in range(2)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  assert errors == []
+  assert len(builds) == 1
+  assert results == [[{'text': ' a b '}, {'text': ' c '}]] * 2
+
 
 # ---------------------------------------------------------------------------------------- TREC
 

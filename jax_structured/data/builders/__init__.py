@@ -14,6 +14,8 @@ of its source files changes (a BLAKE2b fingerprint is stored in the dataset's me
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import pathlib
@@ -112,20 +114,56 @@ def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | 
   manual_dir = pathlib.Path(manual_dir)
   config = _config(cls, config, manual_dir)
   files = cls.source_files(manual_dir, config)  # FileNotFoundError naming the expected paths
+  fingerprint = _base.fingerprint(files)
   b = _instantiate(cls, config, data_dir)
-  if b.is_prepared() and b.info.metadata.get('source_fingerprint') == _base.fingerprint(files):
+  if _is_current(b, fingerprint):
     return b
-  mode = (tfds.download.GenerateMode.FORCE_REDOWNLOAD if b.is_prepared()
-          else tfds.download.GenerateMode.REUSE_DATASET_IF_EXISTS)
-  if b.is_prepared():
-    logging.info('%s: source files changed, rebuilding %s', name, b.data_dir)
-  start = time.perf_counter()
-  b.download_and_prepare(download_config=tfds.download.DownloadConfig(
-      manual_dir=str(manual_dir), download_mode=mode))
-  b.info.metadata['build_seconds'] = round(time.perf_counter() - start, 3)
-  b.info.write_to_directory(b.data_dir)
+  with _build_lock(data_dir, name, config):
+    # Another process (a second launch, a variant started beside this one) may have built it while
+    # this one waited for the lock: look again before building.
+    b = _instantiate(cls, config, data_dir)
+    if _is_current(b, fingerprint):
+      return b
+    mode = (tfds.download.GenerateMode.FORCE_REDOWNLOAD if b.is_prepared()
+            else tfds.download.GenerateMode.REUSE_DATASET_IF_EXISTS)
+    if b.is_prepared():
+      logging.info('%s: source files changed, rebuilding %s', name, b.data_dir)
+    start = time.perf_counter()
+    b.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        manual_dir=str(manual_dir), download_mode=mode))
+    b.info.metadata['build_seconds'] = round(time.perf_counter() - start, 3)
+    b.info.write_to_directory(b.data_dir)
   _log_dropped(name, config, b.info.metadata.get('dropped', {}))
   return b
+
+
+def _is_current(b, fingerprint) -> bool:
+  return b.is_prepared() and b.info.metadata.get('source_fingerprint') == fingerprint
+
+
+@contextlib.contextmanager
+def _build_lock(data_dir, name, config):
+  """Holds an exclusive `flock` on `data_dir/.<name>.<config>.lock` while a dataset is built.
+
+  Without it, two launches that find the same dataset unbuilt both build it, and the slower one dies
+  renaming its `incomplete.*` directory onto the finished one (FileExistsError). Remote data_dirs
+  (`gs://...`) get no lock: build those once before starting parallel launches.
+  """
+  path = os.fspath(data_dir)
+  if '://' in path:
+    yield
+    return
+  os.makedirs(path, exist_ok=True)
+  with open(os.path.join(path, f'.{name}.{config or "default"}.lock'), 'a') as lock:
+    try:
+      fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      logging.info('%s: another process is building it in %s; waiting', name, path)
+      fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _instantiate(cls, config, data_dir):
