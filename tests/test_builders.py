@@ -179,6 +179,7 @@ def test_building_leaves_no_temporary_directories(tmp_path, monkeypatch):
                                 data_dir=tmp_path / 'tfds') == [{'text': ' a b '}]
   assert sorted(p.name for p in scratch.iterdir()) == []
 
+
 def test_concurrent_launches_build_once(tmp_path, monkeypatch):
   # Two launches that find the dataset unbuilt: the second waits for the first's build and reads it,
   # instead of building it again and failing to rename its copy onto the finished one.
