@@ -76,10 +76,13 @@ class StructuredAttention(nn.Module):
       direction, as in the released code of the paper: hidden 100 = 75 semantic + 25 structure).
     normalizer: one of NORMALIZERS (see the module docstring).
     single_root: exactly one word hangs from ROOT (Koo et al. 2007; the paper's formulation).
+    shared_features: the whole of h_t both scores the attention and is aggregated (e_t = d_t = h_t;
+      footnote 6 of Yu et al. 2018); `semantic_size` is then unused and r has 2H features.
   """
   semantic_size: int
   normalizer: str = 'matrix_tree'
   single_root: bool = True
+  shared_features: bool = False
 
   @nn.compact
   def __call__(self, hidden: jax.Array, lengths: jax.Array, *, sow_prefix: str = '',
@@ -103,7 +106,10 @@ class StructuredAttention(nn.Module):
     if self.normalizer == 'none':
       return hidden
     lengths = jnp.asarray(lengths, jnp.int32)
-    semantic, structure = rnn.split_directions(hidden, self.semantic_size)  # eq. 7
+    if self.shared_features:
+      semantic = structure = hidden
+    else:
+      semantic, structure = rnn.split_directions(hidden, self.semantic_size)  # eq. 7
     k_e, k_s = semantic.shape[-1], structure.shape[-1]
     if k_s == 0:
       raise ValueError(f'no structure features left: semantic_size={self.semantic_size} uses all '
