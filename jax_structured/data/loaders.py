@@ -26,15 +26,18 @@ Loaders:
 """
 from __future__ import annotations
 
+import ast
+import codecs
 import collections
 import json
 import os
 import pathlib
 import re
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from jax_structured import errors
 from jax_structured.data import core
 from jax_structured.data import embeddings as embeddings_lib
 from jax_structured.data import registry
@@ -58,7 +61,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     'lowercase': True,
     'max_length': 0,           # drop training examples longer than this many tokens (0 = keep all)
     'validation_fraction': 0.0,  # hold out this much of train as dev when there is no dev split
-    'embeddings': '',          # '' = none, 'word2vec' = train on train+dev, else a GloVe/word2vec path
+    'embeddings': '',          # '' = none, 'word2vec' = train on train+dev, else a registered name
+                               # (embeddings.registered_names(), e.g. 'glove-6b-50d') or a vectors file
     'embedding_dim': 300,      # word2vec size; for files, the expected dimension (0 = any)
     'word2vec_window': 5,
     'word2vec_epochs': 5,
@@ -105,15 +109,16 @@ def validate_config(config, name: str) -> dict[str, Any]:
   """Checks `config.data` for loader `name`; returns a plain dict with the defaults filled in.
 
   Raises:
-    ValueError: an unknown key or a value of the wrong type, naming `config.data.<key>`.
+    errors.ConfigError (a ValueError): an unknown key or a value of the wrong type, naming
+      `config.data.<key>`.
   """
   defaults = _defaults(name)
   given = dict(config.to_dict() if hasattr(config, 'to_dict') else config)
   unknown = sorted(set(given) - set(defaults))
   if unknown:
-    raise ValueError(f'unknown key(s) for the {name} loader: ' +
-                     ', '.join(f'config.data.{k}' for k in unknown) +
-                     f'; valid keys: {sorted(defaults)}')
+    raise errors.ConfigError(f'unknown key(s) for the {name} loader: ' +
+                             ', '.join(f'config.data.{k}' for k in unknown) +
+                             f'; valid keys: {sorted(defaults)}')
   cfg = dict(defaults, **given)
   for key, default in defaults.items():
     value = cfg[key]
@@ -128,23 +133,79 @@ def validate_config(config, name: str) -> dict[str, Any]:
     else:
       ok = isinstance(value, type(default))
     if not ok:
-      raise ValueError(f'config.data.{key}={value!r} must be of type {type(default).__name__}')
+      raise errors.ConfigError(f'config.data.{key}={value!r} must be of type {type(default).__name__}')
   if cfg['name'] != name:
-    raise ValueError(f'config.data.name={cfg["name"]!r}, expected {name!r}')
+    raise errors.ConfigError(f'config.data.name={cfg["name"]!r}, expected {name!r}')
   for key in ('min_count', 'batch_size'):
     if cfg[key] < 1:
-      raise ValueError(f'config.data.{key}={cfg[key]} must be >= 1')
+      raise errors.ConfigError(f'config.data.{key}={cfg[key]} must be >= 1')
   for key in ('max_vocab_size', 'max_length', 'eval_batch_size', 'embedding_dim'):
     if cfg[key] < 0:
-      raise ValueError(f'config.data.{key}={cfg[key]} must be >= 0')
+      raise errors.ConfigError(f'config.data.{key}={cfg[key]} must be >= 0')
   if not 0.0 <= cfg['validation_fraction'] < 1.0:
-    raise ValueError(f'config.data.validation_fraction={cfg["validation_fraction"]} must be in [0, 1)')
+    raise errors.ConfigError(f'config.data.validation_fraction={cfg["validation_fraction"]} must be '
+                             'in [0, 1)')
   if not cfg['manual_dir']:
-    raise ValueError(f'config.data.manual_dir is empty: set it to the folder with the upstream '
-                     f'{name} files (e.g. ../shared/data/<dataset>)')
+    raise errors.ConfigError(f'config.data.manual_dir is empty: set it to the folder with the upstream '
+                             f'{name} files (e.g. ../shared/data/<dataset>)')
+  if 'encoding' in cfg:
+    try:
+      codecs.lookup(cfg['encoding'])
+    except LookupError:
+      raise errors.ConfigError(f'config.data.encoding={cfg["encoding"]!r} is not a text encoding '
+                               'Python knows (e.g. utf-8, cp1252, latin-1)') from None
   if cfg['bucket_boundaries'] is not None:
     cfg['bucket_boundaries'] = _tuple(cfg['bucket_boundaries'])
   return cfg
+
+
+_TRUE, _FALSE = ('true', '1', 'yes', 'on'), ('false', '0', 'no', 'off')
+
+
+def parse_overrides(name: str, overrides: Mapping[str, Any], *,
+                    where: str = '--config.data') -> dict[str, Any]:
+  """Command-line values of loader `name`'s keys, typed like the key's default.
+
+  Args:
+    name: a loader of `LOADER_DEFAULTS`.
+    overrides: `{key: value}`; a `str` value is parsed as written on the command line (`'20'` -> 20
+      for an int key; `true`/`false`/`1`/`0` for a bool key; a Python literal such as
+      `'((6, 20), (20, 50))'` for `bucket_boundaries`); other values are checked as they are.
+    where: how the user wrote the section, for messages (`--config.data`).
+
+  Returns:
+    `{key: typed value}`.
+
+  Raises:
+    errors.ConfigKeyError: a key loader `name` does not have (with the closest keys and every key).
+    errors.ConfigError: a value that does not parse as the key's type.
+  """
+  defaults = _defaults(name)
+  out = {}
+  for key, value in overrides.items():
+    if key not in defaults:
+      error = errors.unknown_key(defaults, key, where=where)
+      raise errors.ConfigKeyError(f'{error} (the {name} loader has no such key)')
+    default = defaults[key]
+    if isinstance(value, str) and not isinstance(default, str):
+      text = value.strip()
+      try:
+        if isinstance(default, bool):
+          if text.lower() not in _TRUE + _FALSE:
+            raise ValueError(text)
+          value = text.lower() in _TRUE
+        elif isinstance(default, int):
+          value = int(text)
+        elif isinstance(default, float):
+          value = float(text)
+        else:  # bucket_boundaries: a literal
+          value = ast.literal_eval(text)
+      except (ValueError, SyntaxError):
+        kind = 'a bool (true/false)' if isinstance(default, bool) else (
+            f'a {type(default).__name__}' if default is not None else 'a Python literal')
+        raise errors.ConfigError(f'{where}.{key}={value!r} is not {kind}') from None
+    out[key] = value
+  return out
 
 
 def _tuple(value):
@@ -276,7 +337,7 @@ def _locate(builder_name: str, cfg, builder_config, split: str, needle: str, ind
 
 
 def _embeddings(cfg, vocab: core.Vocabulary, corpus: Callable[[], list[list[str]]]):
-  """Initial embeddings per `config.data.embeddings` ('' | 'word2vec' | path)."""
+  """Initial embeddings per `config.data.embeddings` ('' | 'word2vec' | registered name | path)."""
   spec = cfg['embeddings']
   if not spec:
     return None, None
@@ -286,8 +347,8 @@ def _embeddings(cfg, vocab: core.Vocabulary, corpus: Callable[[], list[list[str]
     return embeddings_lib.train_word2vec(corpus(), vocab, dim=cfg['embedding_dim'],
                                          window=cfg['word2vec_window'],
                                          epochs=cfg['word2vec_epochs'], seed=cfg['seed'])
-  return embeddings_lib.load_pretrained(os.path.expanduser(spec), vocab, seed=cfg['seed'],
-                                        expected_dim=cfg['embedding_dim'] or None)
+  return embeddings_lib.load_pretrained(spec, vocab, seed=cfg['seed'],
+                                        expected_dim=cfg['embedding_dim'] or None, corpus=corpus())
 
 
 def _finish(name: str, kind: str, cfg, vocab, label_names, examples: dict[str, list],
