@@ -26,18 +26,15 @@ Loaders:
 """
 from __future__ import annotations
 
-import ast
-import codecs
 import collections
 import json
 import os
 import pathlib
 import re
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from jax_structured import errors
 from jax_structured.data import core
 from jax_structured.data import embeddings as embeddings_lib
 from jax_structured.data import registry
@@ -109,16 +106,15 @@ def validate_config(config, name: str) -> dict[str, Any]:
   """Checks `config.data` for loader `name`; returns a plain dict with the defaults filled in.
 
   Raises:
-    errors.ConfigError (a ValueError): an unknown key or a value of the wrong type, naming
-      `config.data.<key>`.
+    ValueError: an unknown key or a value of the wrong type, naming `config.data.<key>`.
   """
   defaults = _defaults(name)
   given = dict(config.to_dict() if hasattr(config, 'to_dict') else config)
   unknown = sorted(set(given) - set(defaults))
   if unknown:
-    raise errors.ConfigError(f'unknown key(s) for the {name} loader: ' +
-                             ', '.join(f'config.data.{k}' for k in unknown) +
-                             f'; valid keys: {sorted(defaults)}')
+    raise ValueError(f'unknown key(s) for the {name} loader: ' +
+                     ', '.join(f'config.data.{k}' for k in unknown) +
+                     f'; valid keys: {sorted(defaults)}')
   cfg = dict(defaults, **given)
   for key, default in defaults.items():
     value = cfg[key]
@@ -133,79 +129,23 @@ def validate_config(config, name: str) -> dict[str, Any]:
     else:
       ok = isinstance(value, type(default))
     if not ok:
-      raise errors.ConfigError(f'config.data.{key}={value!r} must be of type {type(default).__name__}')
+      raise ValueError(f'config.data.{key}={value!r} must be of type {type(default).__name__}')
   if cfg['name'] != name:
-    raise errors.ConfigError(f'config.data.name={cfg["name"]!r}, expected {name!r}')
+    raise ValueError(f'config.data.name={cfg["name"]!r}, expected {name!r}')
   for key in ('min_count', 'batch_size'):
     if cfg[key] < 1:
-      raise errors.ConfigError(f'config.data.{key}={cfg[key]} must be >= 1')
+      raise ValueError(f'config.data.{key}={cfg[key]} must be >= 1')
   for key in ('max_vocab_size', 'max_length', 'eval_batch_size', 'embedding_dim'):
     if cfg[key] < 0:
-      raise errors.ConfigError(f'config.data.{key}={cfg[key]} must be >= 0')
+      raise ValueError(f'config.data.{key}={cfg[key]} must be >= 0')
   if not 0.0 <= cfg['validation_fraction'] < 1.0:
-    raise errors.ConfigError(f'config.data.validation_fraction={cfg["validation_fraction"]} must be '
-                             'in [0, 1)')
+    raise ValueError(f'config.data.validation_fraction={cfg["validation_fraction"]} must be in [0, 1)')
   if not cfg['manual_dir']:
-    raise errors.ConfigError(f'config.data.manual_dir is empty: set it to the folder with the upstream '
-                             f'{name} files (e.g. ../shared/data/<dataset>)')
-  if 'encoding' in cfg:
-    try:
-      codecs.lookup(cfg['encoding'])
-    except LookupError:
-      raise errors.ConfigError(f'config.data.encoding={cfg["encoding"]!r} is not a text encoding '
-                               'Python knows (e.g. utf-8, cp1252, latin-1)') from None
+    raise ValueError(f'config.data.manual_dir is empty: set it to the folder with the upstream '
+                     f'{name} files (e.g. ../shared/data/<dataset>)')
   if cfg['bucket_boundaries'] is not None:
     cfg['bucket_boundaries'] = _tuple(cfg['bucket_boundaries'])
   return cfg
-
-
-_TRUE, _FALSE = ('true', '1', 'yes', 'on'), ('false', '0', 'no', 'off')
-
-
-def parse_overrides(name: str, overrides: Mapping[str, Any], *,
-                    where: str = '--config.data') -> dict[str, Any]:
-  """Command-line values of loader `name`'s keys, typed like the key's default.
-
-  Args:
-    name: a loader of `LOADER_DEFAULTS`.
-    overrides: `{key: value}`; a `str` value is parsed as written on the command line (`'20'` -> 20
-      for an int key; `true`/`false`/`1`/`0` for a bool key; a Python literal such as
-      `'((6, 20), (20, 50))'` for `bucket_boundaries`); other values are checked as they are.
-    where: how the user wrote the section, for messages (`--config.data`).
-
-  Returns:
-    `{key: typed value}`.
-
-  Raises:
-    errors.ConfigKeyError: a key loader `name` does not have (with the closest keys and every key).
-    errors.ConfigError: a value that does not parse as the key's type.
-  """
-  defaults = _defaults(name)
-  out = {}
-  for key, value in overrides.items():
-    if key not in defaults:
-      error = errors.unknown_key(defaults, key, where=where)
-      raise errors.ConfigKeyError(f'{error} (the {name} loader has no such key)')
-    default = defaults[key]
-    if isinstance(value, str) and not isinstance(default, str):
-      text = value.strip()
-      try:
-        if isinstance(default, bool):
-          if text.lower() not in _TRUE + _FALSE:
-            raise ValueError(text)
-          value = text.lower() in _TRUE
-        elif isinstance(default, int):
-          value = int(text)
-        elif isinstance(default, float):
-          value = float(text)
-        else:  # bucket_boundaries: a literal
-          value = ast.literal_eval(text)
-      except (ValueError, SyntaxError):
-        kind = 'a bool (true/false)' if isinstance(default, bool) else (
-            f'a {type(default).__name__}' if default is not None else 'a Python literal')
-        raise errors.ConfigError(f'{where}.{key}={value!r} is not {kind}') from None
-    out[key] = value
-  return out
 
 
 def _tuple(value):
