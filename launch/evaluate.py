@@ -10,6 +10,8 @@ import json
 from absl import app
 from absl import flags
 
+from launch import _errors
+
 _WORKDIR = flags.DEFINE_string('workdir', None, 'A training workdir.')
 _SPLIT = flags.DEFINE_string('split', 'test', 'Split to evaluate (validation, test, ...).')
 _CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
@@ -26,4 +28,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  _errors.run(main)

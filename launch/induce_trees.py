@@ -10,6 +10,8 @@ from absl import flags
 
 from jax_structured.viz import induce
 
+from launch import _errors
+
 _WORKDIR = flags.DEFINE_string('workdir', None, 'A training workdir.', required=True)
 _SPLIT = flags.DEFINE_string('split', 'test', 'Data split to induce trees on.')
 _REFERENCE = flags.DEFINE_string('reference', None,
@@ -32,4 +34,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  _errors.run(main)

@@ -12,6 +12,8 @@ from absl import flags
 
 from jax_structured.models import parser
 
+from launch import _errors
+
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Training workdir of a parser.biaffine model.',
                                required=True)
 _INPUT = flags.DEFINE_string('input', None, 'File to parse.', required=True)
@@ -36,4 +38,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  _errors.run(main)

@@ -12,6 +12,8 @@ from absl import flags
 
 from jax_structured.viz import attention
 
+from launch import _errors
+
 WORKDIR = flags.DEFINE_string('workdir', None, 'Training workdir of an lstmn.* model.', required=True)
 SPLIT = flags.DEFINE_string('split', 'validation', 'Split to draw: train, validation (dev) or test.')
 NUM_SENTENCES = flags.DEFINE_integer('num_sentences', 4, 'How many sentences (the first of the split).',
@@ -34,4 +36,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  _errors.run(main)

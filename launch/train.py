@@ -9,10 +9,13 @@ Keys not in the config are errors (`--config.train.num_epochz=3` fails). The lau
 flags; `jax_structured.training.train_and_evaluate` does the work.
 """
 import json
+import re
 
 from absl import app
 from absl import flags
 from ml_collections import config_flags
+
+from launch import _errors
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment config file (get_config()).',
                                           lock_config=True)
@@ -27,23 +30,61 @@ flags.mark_flags_as_required(['config', 'workdir'])
 _TEXT_CLASSIFICATION_DIR = flags.DEFINE_string(
     'text_classification_dir', None,
     'Train the same config on your own directory of train/dev/test .tsv (label<TAB>text) or .jsonl '
-    'files: replaces config.data by the text_classification loader (shared keys keep their values).')
+    'files: the data source becomes the text_classification loader; every data key it shares with '
+    'the config keeps its value, and --config.data.<key>=<value> sets any of its keys (see '
+    'training.config.with_text_classification_data).')
+
+# --config.data.<key>=<value> given with --text_classification_dir: applied to the new data section
+# (typed by its loader), not to the config's own, which may not have the key.
+_DATA_OVERRIDES: dict[str, str] = {}
+
+
+def take_data_overrides(argv: list[str]) -> list[str]:
+  """argv without its `--config.data.<key>[=<value>]` arguments when --text_classification_dir is given.
+
+  The taken overrides go to `_DATA_OVERRIDES` (`--config.data.lowercase` / `--noconfig.data.lowercase`
+  are `'true'` / `'false'`; `--config.data.key VALUE` takes the next argument) and are checked at once
+  against the text_classification loader's keys, before anything heavy is imported.
+  """
+  if not any(re.match(r'--?text_classification_dir(=|$)', arg) for arg in argv):
+    return argv
+  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
+  rest, i = [], 0
+  while i < len(argv):
+    match = re.fullmatch(r'--?(no)?config\.data\.([^=]+)(?:=(.*))?', argv[i], re.S)
+    if not match:
+      rest.append(argv[i])
+      i += 1
+      continue
+    negated, key, value = match.groups()
+    if value is None:
+      if negated or i + 1 >= len(argv) or argv[i + 1].startswith('-'):
+        value = 'false' if negated else 'true'
+      else:
+        i += 1
+        value = argv[i]
+    _DATA_OVERRIDES[key] = value
+    i += 1
+  loaders.parse_overrides('text_classification', _DATA_OVERRIDES)  # errors now, not after JAX loads
+  return rest
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  from jax_structured import analysis  # pylint: disable=g-import-not-at-top
   from jax_structured import training  # pylint: disable=g-import-not-at-top
-  training.maybe_initialize_distributed(_CONFIG.value, coordinator_address=_COORDINATOR.value,
-                                        num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
   config = _CONFIG.value
   if _TEXT_CLASSIFICATION_DIR.value:
-    config = training.config.with_text_classification_data(config, _TEXT_CLASSIFICATION_DIR.value)
-  results = training.train_and_evaluate(config, _WORKDIR.value)
+    config = training.config.with_text_classification_data(config, _TEXT_CLASSIFICATION_DIR.value,
+                                                           _DATA_OVERRIDES)
+  training.maybe_initialize_distributed(config, coordinator_address=_COORDINATOR.value,
+                                        num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
+  results = training.train_and_evaluate(config, _WORKDIR.value, induce_trees=analysis.induce_trees)
   summary = ({name: {s: r.get(s) for s in ('validation', 'test')} for name, r in results.items()}
              if config.get('variants') else {s: results.get(s) for s in ('validation', 'test')})
   print(json.dumps(summary, indent=2, sort_keys=True))
 
 
 if __name__ == '__main__':
-  app.run(main)
+  _errors.run(main, argv_filter=take_data_overrides)

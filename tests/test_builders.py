@@ -544,9 +544,106 @@ def test_text_classification_rejects_malformed_lines(parse, line, message):
 def test_text_classification_errors_name_file_and_line(tmp_path):
   manual = tmp_path / 'mine'
   manual.mkdir()
-  (manual / 'train.tsv').write_text('a\tone\n\nb\ttwo\n')
+  (manual / 'train.tsv').write_text('a\tone\nno tab\nb\ttwo\n')
   with pytest.raises(ValueError, match=r'train\.tsv:2: expected "label<TAB>text"'):
     builders.load_examples('text_classification', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
   (manual / 'train.jsonl').write_text('{"text": "a", "label": "b"}\n')
   with pytest.raises(ValueError, match=r"ambiguous.*\['train\.tsv', 'train\.jsonl'\]"):
     builders.available_splits('text_classification', manual_dir=manual)
+
+
+@pytest.mark.parametrize('suffix', ['.tsv', '.jsonl'])
+def test_text_classification_skips_and_counts_blank_lines(tmp_path, suffix):
+  # A trailing blank line was an error ('found no tab'); now skipped and counted.
+  manual = tmp_path / 'mine'
+  manual.mkdir()
+  rows = (['pos\tgood', '', 'neg\tbad', '  ', ''] if suffix == '.tsv' else
+          ['{"text": "good", "label": "pos"}', '', '{"text": "bad", "label": "neg"}', '  ', ''])
+  (manual / f'train{suffix}').write_text('\n'.join(rows) + '\n')
+  rep = builders.report('text_classification', manual_dir=manual, data_dir=tmp_path / 'tfds')
+  assert rep['num_examples'] == {'train': 2} and rep['dropped'] == {'train': {'blank_line': 3}}
+  # Called directly, the line parsers say the line is blank.
+  with pytest.raises(ValueError, match='blank line'):
+    text_classification.parse_tsv_line('  ')
+  with pytest.raises(ValueError, match='blank line'):
+    text_classification.parse_jsonl_line('')
+
+
+_BOM_FILES = {'utf-8': lambda t: b'\xef\xbb\xbf' + t.encode('utf-8'),
+              'utf-16-le': lambda t: b'\xff\xfe' + t.encode('utf-16-le'),
+              'utf-16-be': lambda t: b'\xfe\xff' + t.encode('utf-16-be'),
+              'utf-16 (Python)': lambda t: t.replace('\n', '\r\n').encode('utf-16')}
+
+
+@pytest.mark.parametrize('kind', sorted(_BOM_FILES))
+def test_byte_order_marks_are_removed(tmp_path, kind):
+  # A UTF-8 BOM made a third label '\ufeffpos' on a binary set.
+  manual = tmp_path / 'mine'
+  manual.mkdir()
+  (manual / 'train.tsv').write_bytes(_BOM_FILES[kind]('pos\tgood f\u00eete\nneg\tbad\n'))
+  assert builders.load_examples('text_classification', 'train', manual_dir=manual,
+                                data_dir=tmp_path / 'tfds') == [
+                                    {'text': 'good f\u00eete', 'label': 'pos'},
+                                    {'text': 'bad', 'label': 'neg'}]
+
+
+def test_every_text_reader_removes_a_byte_order_mark(tmp_path):
+  # The shared readers, and the CSV reader of the Zhang et al. files (its own csv module loop).
+  path = tmp_path / 'lines.txt'
+  for encode in _BOM_FILES.values():
+    path.write_bytes(encode('\u00e9a\tb\nc\n'))
+    assert list(builders._base.read_lines(path)) == [(1, '\u00e9a\tb'), (2, 'c')]
+  gz = tmp_path / 'lines.txt.gz'
+  gz.write_bytes(gzip.compress(b'\xef\xbb\xbfa\nb\n'))
+  assert list(builders._base.read_lines(gz)) == [(1, 'a'), (2, 'b')]
+  manual = tmp_path / 'yahoo'
+  manual.mkdir()
+  (manual / 'train.csv').write_bytes(b'\xef\xbb\xbf"3","What?","Why?","Because."\n')
+  examples = builders.load_examples('document_classification', 'train', manual_dir=manual,
+                                    data_dir=tmp_path / 'tfds', config='yahoo')
+  assert [e['label'] for e in examples] == ['3']
+
+
+def test_undecodable_files_count_their_bad_lines_and_leave_nothing_behind(tmp_path):
+  # cp1252 movie reviews: the error named only the first of 160 bad lines, offered no encoding and
+  # left an empty dataset folder behind.
+  manual = tmp_path / 'reviews'
+  manual.mkdir()
+  lines = [f'pos\tline {i}' + (' \x93quoted\x94' if i in (3, 5, 8, 9, 12, 13, 20) else '')
+           for i in range(1, 22)]
+  (manual / 'train.tsv').write_bytes('\n'.join(lines).encode('latin-1') + b'\n')
+  data_dir = tmp_path / 'tfds'
+  data_dir.mkdir()
+  (data_dir / 'keep.txt').write_text('not ours')
+  with pytest.raises(builders.FormatError,
+                     match=r'train\.tsv:3: not valid utf-8 text \(invalid start byte at byte 11\); 7 lines '
+                           r'are not valid utf-8 \(lines 3, 5, 8, 9, 12, \.\.\.\); .*config\.data\.encoding'):
+    builders.load_examples('text_classification', 'train', manual_dir=manual, data_dir=data_dir)
+  left = sorted(str(p.relative_to(data_dir)) for p in data_dir.rglob('*') if not p.name.startswith('.'))
+  assert left == ['keep.txt']
+  examples = builders.load_examples('text_classification', 'train', manual_dir=manual,
+                                    data_dir=data_dir, encoding='cp1252')
+  assert examples[2] == {'text': 'line 3 \u201cquoted\u201d', 'label': 'pos'} and len(examples) == 21
+  # The encoding is part of the data set: reading it as latin-1 rebuilds it (no stale cp1252 text).
+  examples = builders.load_examples('text_classification', 'train', manual_dir=manual,
+                                    data_dir=data_dir, encoding='latin-1')
+  assert examples[2]['text'] == 'line 3 \x93quoted\x94'
+  with pytest.raises(ValueError, match=r'sst: the upstream format fixes the text encoding'):
+    builders.load_examples('sst', 'train', manual_dir=manual, data_dir=data_dir, encoding='cp1252')
+  with pytest.raises(ValueError, match=r"unknown text encoding 'klingon'"):
+    builders.load_examples('text_classification', 'train', manual_dir=manual, data_dir=data_dir,
+                           encoding='klingon')
+
+
+def test_malformed_lines_are_counted_with_the_first_few(tmp_path):
+  manual = tmp_path / 'mine'
+  manual.mkdir()
+  (manual / 'train.tsv').write_text('a\tone\nno tab\nb\ttwo\nnone here\n\t x\n')
+  with pytest.raises(builders.FormatError, match=r'train\.tsv:2: expected "label<TAB>text", found no '
+                     r'tab; 3 lines are malformed \(lines 2, 4, 5\)$'):
+    builders.load_examples('text_classification', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
+  assert not (tmp_path / 'tfds' / 'text_classification').exists()
+  # One bad line: the message is as before, without a count.
+  (manual / 'train.tsv').write_text('a\tone\nno tab\n')
+  with pytest.raises(builders.FormatError, match=r'train\.tsv:2: expected "label<TAB>text", found no tab$'):
+    builders.load_examples('text_classification', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')

@@ -9,6 +9,7 @@ import ml_collections
 import pytest
 
 import test_training_support as support
+from jax_structured import errors
 from jax_structured import training
 from jax_structured.training import config as config_lib
 
@@ -73,9 +74,10 @@ def test_overrides_and_incompatible_keys():
   config = support.make_config()
   child = config_lib.with_overrides(config, {'model.dim': 4, 'optimizer.name': 'sgd'})
   assert child.model.dim == 4 and config.model.dim == 8
-  with pytest.raises(KeyError, match=r"key 'model.dimm' does not exist"):
+  with pytest.raises(KeyError, match=r'overrides: unknown config key config\.model\.dimm; did you mean '
+                     r'config\.model\.dim\?; valid keys of config\.model: '):
     config_lib.with_overrides(config, {'model.dimm': 4})
-  with pytest.raises(KeyError, match=r"no 'modle'"):
+  with pytest.raises(KeyError, match=r'unknown config key config\.modle\.dim; did you mean config\.model\.dim'):
     config_lib.with_overrides(config, {'modle.dim': 4})
   saved = config_lib.to_dict(config)
   current = config_lib.to_dict(config_lib.with_overrides(
@@ -154,8 +156,57 @@ def test_text_classification_dir_swaps_the_data_section(shared_data, tmp_path):
   task = data.load(config.data)
   assert task.kind == 'sentence' and task.num_classes == 16 and len(task.splits['train']) == 9761
   documents = config_lib.with_text_classification_data(_config_file('configs/liu_lapata/yelp13.py', 'tiny'),
-                                                       '/nowhere')
-  assert documents.data.split_sentences and documents.data.manual_dir == '/nowhere'
+                                                       str(tmp_path))
+  assert documents.data.split_sentences and documents.data.manual_dir == str(tmp_path)
+
+
+def test_text_classification_dir_keeps_the_configs_data_keys(tmp_path):
+  # Before: the data section was reset to the loader's defaults (debian lost word2vec and its
+  # truncation, sst went from min_count 1 to 6).
+  debian = _config_file('configs/liu_lapata/debian.py')
+  swapped = config_lib.with_text_classification_data(debian, str(tmp_path)).data
+  for key in ('embeddings', 'embedding_dim', 'max_sentences', 'max_sentence_length', 'min_count',
+              'batch_size', 'split_sentences'):
+    assert swapped[key] == debian.data[key], key
+  assert debian.data.embeddings == 'word2vec' and debian.data.max_sentence_length == 200
+  assert swapped.manual_dir == str(tmp_path) and swapped.config == ''  # named after the folder
+  sst = _config_file('configs/liu_lapata/sst_fine.py')
+  swapped = config_lib.with_text_classification_data(sst, str(tmp_path)).data
+  assert sst.data.min_count == 1 and swapped.min_count == 1 and not swapped.split_sentences
+  # sst has its own dev split (validation_fraction 0): a folder without a dev file still gets one.
+  assert swapped.validation_fraction == 0.1 and swapped.config == ''
+  # The synthetic demo's keys mean other things (its max_length is the generated length).
+  default = _config_file('configs/default.py')
+  swapped = config_lib.with_text_classification_data(default, str(tmp_path)).data
+  assert swapped.max_length == 0 and swapped.batch_size == default.data.batch_size
+
+
+def test_text_classification_dir_applies_every_override(tmp_path):
+  # The command line of the issue: the logged hyperparameters showed 0 / 0 / 6 / ''.
+  overrides = {'max_sentence_length': '50', 'max_sentences': '20', 'min_count': '2',
+               'embeddings': 'word2vec', 'lowercase': 'false', 'validation_fraction': '0.2',
+               'bucket_boundaries': '((6, 20), (20, 50))', 'encoding': 'cp1252'}
+  for path in ('configs/default.py', 'configs/liu_lapata/sst_fine.py', 'configs/liu_lapata/debian.py'):
+    data = config_lib.with_text_classification_data(_config_file(path), str(tmp_path), overrides).data
+    assert (data.max_sentence_length, data.max_sentences, data.min_count, data.embeddings) == (
+        50, 20, 2, 'word2vec'), path
+    assert data.lowercase is False and data.validation_fraction == 0.2 and data.encoding == 'cp1252'
+    assert tuple(map(tuple, data.bucket_boundaries)) == ((6, 20), (20, 50))
+  # An override the text_classification loader does not have is an error naming it.
+  yelp = _config_file('configs/liu_lapata/yelp13.py', 'tiny')
+  with pytest.raises(errors.ConfigKeyError, match=r'--config\.data\.tokenizer .*text_classification '
+                     r'loader has no such key'):
+    config_lib.with_text_classification_data(yelp, str(tmp_path), {'tokenizer': 'whitespace'})
+  with pytest.raises(errors.ConfigKeyError, match=r'did you mean --config\.data\.max_sentences '):
+    config_lib.with_text_classification_data(yelp, str(tmp_path), {'max_sentence': '3'})
+  with pytest.raises(errors.ConfigError, match=r"--config\.data\.min_count='two' is not a int"):
+    config_lib.with_text_classification_data(yelp, str(tmp_path), {'min_count': 'two'})
+  with pytest.raises(errors.ConfigError, match=r'config\.data\.min_count=0 must be >= 1'):
+    config_lib.with_text_classification_data(yelp, str(tmp_path), {'min_count': 0})
+  with pytest.raises(errors.ConfigError, match=r"config\.data\.encoding='klingon' is not a text encoding"):
+    config_lib.with_text_classification_data(yelp, str(tmp_path), {'encoding': 'klingon'})
+  with pytest.raises(errors.UserError, match=r'--text_classification_dir=.*missing is not a directory'):
+    config_lib.with_text_classification_data(yelp, str(tmp_path / 'missing'))
 
 
 def test_bucket_boundaries_can_be_set_from_the_command_line(tmp_path):

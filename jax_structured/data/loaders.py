@@ -11,7 +11,9 @@ When a dataset has no development split (TREC), `validation_fraction` of train i
 deterministically (from `seed`) as `dev`.
 
 What was dropped is counted in `TaskData.skipped` (`'<split>/<reason>': count`, including the records
-the builders dropped, e.g. SNLI pairs without gold label) and printed. `max_length` drops too long
+the builders dropped, e.g. SNLI pairs without gold label, blank lines of a user's file) and printed;
+what was truncated but kept (documents cut to `max_sentences`, sentences to `max_sentence_length`) is
+counted apart, in `TaskData.extras['truncated']`, and printed as "truncated". `max_length` drops too long
 *training* examples only: evaluation splits are never filtered (buckets grow for long inputs).
 
 Loaders:
@@ -26,15 +28,18 @@ Loaders:
 """
 from __future__ import annotations
 
+import ast
+import codecs
 import collections
 import json
 import os
 import pathlib
 import re
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from jax_structured import errors
 from jax_structured.data import core
 from jax_structured.data import embeddings as embeddings_lib
 from jax_structured.data import registry
@@ -76,12 +81,14 @@ LOADER_DEFAULTS: dict[str, dict[str, Any]] = {
                                'max_chars': 0},
     'iwslt15_en_vi': {'lowercase': False, 'max_length': 50, 'target_min_count': 1,
                       'target_max_vocab_size': 0},
+    # `encoding`: text encoding of files without a byte-order mark (a BOM decides by itself).
     'document_classification': {'config': 'yelp13', 'min_count': 6, 'max_sentences': 0,
                                 'max_sentence_length': 0, 'embedding_dim': 200,
-                                'tokenizer': 'auto', 'validation_fraction': 0.1},
+                                'tokenizer': 'auto', 'validation_fraction': 0.1,
+                                'encoding': 'utf-8'},
     'text_classification': {'min_count': 6, 'split_sentences': False, 'max_sentences': 0,
                             'max_sentence_length': 0, 'embedding_dim': 200,
-                            'validation_fraction': 0.1},
+                            'validation_fraction': 0.1, 'encoding': 'utf-8'},
 }
 
 
@@ -106,15 +113,16 @@ def validate_config(config, name: str) -> dict[str, Any]:
   """Checks `config.data` for loader `name`; returns a plain dict with the defaults filled in.
 
   Raises:
-    ValueError: an unknown key or a value of the wrong type, naming `config.data.<key>`.
+    errors.ConfigError (a ValueError): an unknown key or a value of the wrong type, naming
+      `config.data.<key>`.
   """
   defaults = _defaults(name)
   given = dict(config.to_dict() if hasattr(config, 'to_dict') else config)
   unknown = sorted(set(given) - set(defaults))
   if unknown:
-    raise ValueError(f'unknown key(s) for the {name} loader: ' +
-                     ', '.join(f'config.data.{k}' for k in unknown) +
-                     f'; valid keys: {sorted(defaults)}')
+    raise errors.ConfigError(f'unknown key(s) for the {name} loader: ' +
+                             ', '.join(f'config.data.{k}' for k in unknown) +
+                             f'; valid keys: {sorted(defaults)}')
   cfg = dict(defaults, **given)
   for key, default in defaults.items():
     value = cfg[key]
@@ -129,23 +137,78 @@ def validate_config(config, name: str) -> dict[str, Any]:
     else:
       ok = isinstance(value, type(default))
     if not ok:
-      raise ValueError(f'config.data.{key}={value!r} must be of type {type(default).__name__}')
+      raise errors.ConfigError(f'config.data.{key}={value!r} must be of type {type(default).__name__}')
   if cfg['name'] != name:
-    raise ValueError(f'config.data.name={cfg["name"]!r}, expected {name!r}')
+    raise errors.ConfigError(f'config.data.name={cfg["name"]!r}, expected {name!r}')
   for key in ('min_count', 'batch_size'):
     if cfg[key] < 1:
-      raise ValueError(f'config.data.{key}={cfg[key]} must be >= 1')
+      raise errors.ConfigError(f'config.data.{key}={cfg[key]} must be >= 1')
   for key in ('max_vocab_size', 'max_length', 'eval_batch_size', 'embedding_dim'):
     if cfg[key] < 0:
-      raise ValueError(f'config.data.{key}={cfg[key]} must be >= 0')
+      raise errors.ConfigError(f'config.data.{key}={cfg[key]} must be >= 0')
   if not 0.0 <= cfg['validation_fraction'] < 1.0:
-    raise ValueError(f'config.data.validation_fraction={cfg["validation_fraction"]} must be in [0, 1)')
+    raise errors.ConfigError(f'config.data.validation_fraction={cfg["validation_fraction"]} must be '
+                             'in [0, 1)')
   if not cfg['manual_dir']:
-    raise ValueError(f'config.data.manual_dir is empty: set it to the folder with the upstream '
-                     f'{name} files (e.g. ../shared/data/<dataset>)')
+    raise errors.ConfigError(f'config.data.manual_dir is empty: set it to the folder with the upstream '
+                             f'{name} files (e.g. ../shared/data/<dataset>)')
+  if 'encoding' in cfg:
+    try:
+      codecs.lookup(cfg['encoding'])
+    except LookupError:
+      raise errors.ConfigError(f'config.data.encoding={cfg["encoding"]!r} is not a text encoding '
+                               'Python knows (e.g. utf-8, cp1252, latin-1)') from None
   if cfg['bucket_boundaries'] is not None:
     cfg['bucket_boundaries'] = _tuple(cfg['bucket_boundaries'])
   return cfg
+
+
+_TRUE, _FALSE = ('true', '1', 'yes', 'on'), ('false', '0', 'no', 'off')
+
+
+def parse_overrides(name: str, overrides: Mapping[str, Any], *,
+                    where: str = '--config.data') -> dict[str, Any]:
+  """Command-line values of loader `name`'s keys, typed like the key's default.
+
+  Args:
+    name: a loader of `LOADER_DEFAULTS`.
+    overrides: `{key: value}`; a `str` value is parsed as written on the command line (`'20'` -> 20
+      for an int key; `true`/`false`/`1`/`0` for a bool key; a Python literal such as
+      `'((6, 20), (20, 50))'` for `bucket_boundaries`); other values are checked as they are.
+    where: how the user wrote the section, for messages (`--config.data`).
+
+  Returns:
+    `{key: typed value}`.
+
+  Raises:
+    errors.ConfigKeyError: a key loader `name` does not have (with the closest keys and every key).
+    errors.ConfigError: a value that does not parse as the key's type.
+  """
+  defaults = _defaults(name)
+  out = {}
+  for key, value in overrides.items():
+    if key not in defaults:
+      raise errors.unknown_key(defaults, key, where=where, note=f'(the {name} loader has no such key)')
+    default = defaults[key]
+    if isinstance(value, str) and not isinstance(default, str):
+      text = value.strip()
+      try:
+        if isinstance(default, bool):
+          if text.lower() not in _TRUE + _FALSE:
+            raise ValueError(text)
+          value = text.lower() in _TRUE
+        elif isinstance(default, int):
+          value = int(text)
+        elif isinstance(default, float):
+          value = float(text)
+        else:  # bucket_boundaries: a literal
+          value = ast.literal_eval(text)
+      except (ValueError, SyntaxError):
+        kind = 'a bool (true/false)' if isinstance(default, bool) else (
+            f'a {type(default).__name__}' if default is not None else 'a Python literal')
+        raise errors.ConfigError(f'{where}.{key}={value!r} is not {kind}') from None
+    out[key] = value
+  return out
 
 
 def _tuple(value):
@@ -181,12 +244,14 @@ def _read_splits(builder_name: str, cfg, builder_config: str | None
         f'{builder_name}: no training split in config.data.manual_dir={manual_dir} (found only '
         f'{available}); the vocabulary and label set are built on train')
   raw, skipped = {}, collections.Counter()
+  encoding = cfg.get('encoding') or None
   for ours, theirs in _BUILDER_SPLITS.items():
     if theirs in available:
       raw[ours] = builders.load_examples(builder_name, theirs, manual_dir=manual_dir,
-                                         data_dir=_data_dir(cfg), config=builder_config)
+                                         data_dir=_data_dir(cfg), config=builder_config,
+                                         encoding=encoding)
   info = builders.report(builder_name, manual_dir=manual_dir, data_dir=_data_dir(cfg),
-                         config=builder_config)
+                         config=builder_config, encoding=encoding)
   for split, counts in info.get('dropped', {}).items():
     ours = {v: k for k, v in _BUILDER_SPLITS.items()}.get(split, split)
     for reason, count in counts.items():
@@ -301,14 +366,24 @@ def _finish(name: str, kind: str, cfg, vocab, label_names, examples: dict[str, l
     extras['embedding_coverage'] = coverage
   splits = {s: core.Split(s, kind, ex, bucket_boundaries=cfg['bucket_boundaries'],
                           num_steps=num_steps, context=context) for s, ex in examples.items()}
-  skipped = dict(sorted(skipped.items()))
+  truncated = {k: v for k, v in sorted(skipped.items()) if _is_truncation(k)}
+  skipped = {k: v for k, v in sorted(skipped.items()) if not _is_truncation(k)}
+  if truncated:
+    extras['truncated'] = truncated
   sizes = ', '.join(f'{s} {len(v)}' for s, v in examples.items())
   message = f'{name}: {sizes} examples; vocabulary {len(vocab)}; {len(label_names)} labels'
   if skipped:
     message += '; skipped ' + ', '.join(f'{k}: {v}' for k, v in skipped.items())
+  if truncated:
+    message += '; truncated (kept) ' + ', '.join(f'{k}: {v}' for k, v in truncated.items())
   print(message, flush=True)
   return core.TaskData(kind=kind, vocab=vocab, label_names=list(label_names), splits=splits,
                        embeddings=matrix, skipped=skipped, extras=extras)
+
+
+def _is_truncation(key: str) -> bool:
+  """Whether a count key `'<split>/<reason>'` counts truncated (kept) rather than dropped records."""
+  return key.split('/', 1)[-1].startswith('truncated')
 
 
 def _label_names(data: dict[str, list], held_out: bool) -> list[str]:

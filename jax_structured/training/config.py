@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from typing import Any, Mapping
 
 import ml_collections
+
+from jax_structured import errors
 
 OPTIMIZER_DEFAULTS: dict[str, Any] = {
     # 'adagrad' | 'adam' | 'adadelta' | 'sgd'.
@@ -96,14 +99,15 @@ def _resolve(section: Any, defaults: Mapping[str, Any], where: str) -> ml_collec
   given = section.to_dict() if isinstance(section, ml_collections.ConfigDict) else dict(section)
   unknown = sorted(set(given) - set(defaults))
   if unknown:
-    raise ValueError(f'unknown key(s) {", ".join(f"{where}.{k}" for k in unknown)}; '
-                     f'known keys of {where}: {sorted(defaults)}')
+    first = errors.unknown_key(defaults, unknown[0], where=where)
+    others = f' (also unknown: {", ".join(f"{where}.{k}" for k in unknown[1:])})' if unknown[1:] else ''
+    raise errors.ConfigKeyError(f'{first}{others}')
   for key, value in given.items():
     default = defaults[key]
     if isinstance(default, bool) != isinstance(value, bool) or (
         isinstance(default, (int, float)) and not isinstance(value, (int, float))) or (
             isinstance(default, str) and not isinstance(value, str)):
-      raise TypeError(f'{where}.{key} must be a {type(default).__name__}, got {value!r}')
+      raise errors.ConfigTypeError(f'{where}.{key} must be a {type(default).__name__}, got {value!r}')
     if isinstance(default, float):
       value = float(value)
     out[key] = value
@@ -114,20 +118,21 @@ def optimizer_config(config: ml_collections.ConfigDict) -> ml_collections.Config
   """`config.optimizer` merged over `OPTIMIZER_DEFAULTS` (a new ConfigDict), validated.
 
   Raises:
-    ValueError / TypeError naming `config.optimizer.<key>` for unknown keys, wrong types or values.
+    errors.ConfigError (a ValueError; ConfigTypeError also a TypeError) naming
+    `config.optimizer.<key>` for unknown keys, wrong types or values.
   """
   opt = _resolve(config.get('optimizer'), OPTIMIZER_DEFAULTS, 'config.optimizer')
   if opt.name not in OPTIMIZERS:
-    raise ValueError(f'config.optimizer.name={opt.name!r} is not one of {OPTIMIZERS}')
+    raise errors.ConfigError(f'config.optimizer.name={opt.name!r} is not one of {OPTIMIZERS}')
   if opt.schedule not in SCHEDULES:
-    raise ValueError(f'config.optimizer.schedule={opt.schedule!r} is not one of {SCHEDULES}')
+    raise errors.ConfigError(f'config.optimizer.schedule={opt.schedule!r} is not one of {SCHEDULES}')
   for key in ('learning_rate', 'weight_decay', 'clip_norm', 'initial_accumulator', 'momentum'):
     if opt[key] < 0:
-      raise ValueError(f'config.optimizer.{key} must be >= 0, got {opt[key]}')
+      raise errors.ConfigError(f'config.optimizer.{key} must be >= 0, got {opt[key]}')
   if not 0 < opt.plateau_factor <= 1:
-    raise ValueError(f'config.optimizer.plateau_factor must be in (0, 1], got {opt.plateau_factor}')
+    raise errors.ConfigError(f'config.optimizer.plateau_factor must be in (0, 1], got {opt.plateau_factor}')
   if opt.schedule == 'exponential' and opt.decay_steps <= 0:
-    raise ValueError('config.optimizer.decay_steps must be > 0 for schedule="exponential"')
+    raise errors.ConfigError('config.optimizer.decay_steps must be > 0 for schedule="exponential"')
   return opt
 
 
@@ -135,16 +140,16 @@ def train_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict
   """`config.train` merged over `TRAIN_DEFAULTS` (a new ConfigDict), validated."""
   train = _resolve(config.get('train'), TRAIN_DEFAULTS, 'config.train')
   if train.num_epochs <= 0 and train.num_steps <= 0:
-    raise ValueError('one of config.train.num_epochs, config.train.num_steps must be > 0')
+    raise errors.ConfigError('one of config.train.num_epochs, config.train.num_steps must be > 0')
   if train.lm_loss not in LM_LOSSES:
-    raise ValueError(f'config.train.lm_loss={train.lm_loss!r} is not one of {LM_LOSSES}')
+    raise errors.ConfigError(f'config.train.lm_loss={train.lm_loss!r} is not one of {LM_LOSSES}')
   return train
 
 
 def parallel_mode(config: ml_collections.ConfigDict) -> str:
   mode = config.get('parallel', 'shard_map') or 'shard_map'
   if mode not in PARALLEL_MODES:
-    raise ValueError(f'config.parallel={mode!r} is not one of {PARALLEL_MODES}')
+    raise errors.ConfigError(f'config.parallel={mode!r} is not one of {PARALLEL_MODES}')
   return mode
 
 
@@ -191,17 +196,17 @@ def with_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, An
   """A copy of `config` with dotted-key overrides applied ({'model.attention': 'none'}).
 
   Raises:
-    KeyError naming the dotted key (and `where`) when it does not exist in `config`.
+    errors.ConfigKeyError (a KeyError) naming `where`, the dotted key, the closest keys and the valid
+    keys of its section, when the key does not exist in `config`.
   """
   out = ml_collections.ConfigDict(to_dict(config))
   for dotted, value in overrides.items():
+    error = errors.unknown_key(out, dotted)
+    if error is not None:
+      raise errors.ConfigKeyError(f'{where}: {error}')
     node, parts = out, dotted.split('.')
-    for i, part in enumerate(parts):
-      if not isinstance(node, ml_collections.ConfigDict) or part not in node:
-        raise KeyError(f'{where}: key {dotted!r} does not exist in the config '
-                       f'(no {".".join(parts[:i + 1])!r})')
-      if i < len(parts) - 1:
-        node = node[part]
+    for part in parts[:-1]:
+      node = node[part]
     value = value.to_dict() if isinstance(value, ml_collections.ConfigDict) else value
     node[parts[-1]] = value
   return out
@@ -209,34 +214,64 @@ def with_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, An
 
 # Loaders whose examples are documents (sentence-split); the others give single texts.
 _DOCUMENT_LOADERS = ('document_classification',)
+# Data keys that name the source of the data, which the flag replaces.
+_SOURCE_KEYS = ('name', 'manual_dir', 'config')
 
 
-def with_text_classification_data(config: ml_collections.ConfigDict,
-                                   manual_dir: str) -> ml_collections.ConfigDict:
+def with_text_classification_data(config: ml_collections.ConfigDict, manual_dir: str,
+                                   overrides: Mapping[str, Any] | None = None
+                                   ) -> ml_collections.ConfigDict:
   """The same launch on the user's own directory of `train`/`dev`/`test` TSV or JSONL files.
 
-  Replaces `config.data` by the `text_classification` loader's section at its defaults (min count 6,
-  lower-casing, ...; keys of the same name in other loaders can mean other things, e.g. the synthetic
-  generator's `max_length`) with `manual_dir`, the config's batch sizes, and sentence splitting when the
-  config's data was document level. The rest of the config (model, optimizer, train, variants) is
-  unchanged. To tune the loader's keys, write a config whose data section is `text_classification`
-  (e.g. configs/liu_lapata/debian.py).
+  Changes the source of the data, nothing else: `config.data` becomes the `text_classification`
+  loader's section where
+  - every key the config's data loader shares with `text_classification` keeps the config's value
+    (`min_count`, `max_sentences`, `max_sentence_length`, `embeddings`, `lowercase`, `batch_size`,
+    `data_dir`, ...), except the keys that name the source (`name`, `manual_dir`, `config`: the
+    dataset is named after the folder). `validation_fraction` 0 (a data set that has its own dev
+    split) keeps the loader's default, used only when the folder has no dev file. A config whose
+    data is not one of the real loaders (the synthetic demo, whose keys mean other things, e.g. the
+    generated `max_length`) keeps only `batch_size` and `eval_batch_size`;
+  - `split_sentences` is on when the config's data was document level;
+  - `overrides` (the command line's `--config.data.<key>=<value>`) are applied last.
+  The rest of the config (model, optimizer, train, variants) is unchanged.
 
   Args:
     config: a launch config (not modified).
     manual_dir: directory with the user's files (see `data/builders/text_classification.py`).
+    overrides: `{key: value}` of data keys; `str` values are parsed as on the command line
+      (`data.loaders.parse_overrides`).
 
   Returns:
     A new ConfigDict.
+
+  Raises:
+    errors.ConfigKeyError: an override the text_classification loader does not have (named, with
+      the closest keys).
+    errors.ConfigError: an override value of the wrong type.
+    errors.UserError: `manual_dir` is not a directory.
   """
   from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
+  typed = loaders.parse_overrides('text_classification', dict(overrides or {}))
+  if not os.path.isdir(os.path.expanduser(manual_dir)):
+    raise errors.UserError(f'--text_classification_dir={manual_dir} is not a directory (it should '
+                           'hold train.tsv / dev.tsv / test.tsv or the same names with .jsonl)')
   old = config.data
+  old_name = old.get('name', '')
   data = loaders.default_config('text_classification')
-  for key in ('batch_size', 'eval_batch_size'):
-    if key in old:
-      data[key] = old[key]
+  shared = (set(data) & set(old) - set(_SOURCE_KEYS) if old_name in loaders.LOADER_DEFAULTS
+            else {'batch_size', 'eval_batch_size'} & set(old))
+  for key in sorted(shared):
+    if key == 'validation_fraction' and not old[key]:
+      continue
+    if key == 'bucket_boundaries' and old[key] is None:
+      continue  # keep the loader's typed placeholder (overridable from the command line)
+    data[key] = old[key]
   data.manual_dir = manual_dir
-  data.split_sentences = bool(old.get('split_sentences', False)) or old.name in _DOCUMENT_LOADERS
+  data.split_sentences = bool(old.get('split_sentences', False)) or old_name in _DOCUMENT_LOADERS
+  for key, value in typed.items():
+    data[key] = value
+  loaders.validate_config(data, 'text_classification')
   out = copy.deepcopy(config)
   with out.unlocked():
     out.data = data

@@ -3,22 +3,27 @@
 Each dataset is a `tfds.core.GeneratorBasedBuilder` over manually downloaded files (`manual_dir`),
 written as ArrayRecord and read back with `tfds.data_source`. The data pipeline uses:
 
-  load_examples(name, split, *, manual_dir, data_dir, config=None) -> list[dict]
+  load_examples(name, split, *, manual_dir, data_dir, config=None, encoding=None) -> list[dict]
   available_splits(name, *, manual_dir, config=None) -> list[str]
-  report(name, *, manual_dir, data_dir, config=None) -> dict   (sizes, dropped counts, build time)
+  report(name, *, manual_dir, data_dir, config=None, encoding=None) -> dict
+      (sizes, dropped counts, build time)
 
 Split names are `train`, `validation`, `test` (`dev` is accepted as an alias of `validation`).
 Returned examples are plain Python: `str` for text, `int` for integers, lists for sequences.
 A dataset is built once into `data_dir/<name>/<config>/<version>` and rebuilt only when the content
-of its source files changes (a BLAKE2b fingerprint is stored in the dataset's metadata).
+of its source files (or the encoding they are read in) changes (a BLAKE2b fingerprint is stored in
+the dataset's metadata). A build that fails (a malformed line, an undecodable file) leaves nothing
+behind in `data_dir`: the next launch builds from scratch.
 """
 from __future__ import annotations
 
+import codecs
 import contextlib
 import fcntl
 import logging
 import os
 import pathlib
+import shutil
 import time
 from typing import Any
 
@@ -88,8 +93,25 @@ def available_splits(name: str, *, manual_dir: str | os.PathLike, config: str | 
   return [s for s in _base.SPLITS if s in files]
 
 
+def _encoding(cls: type[_base.ManualBuilder], encoding: str | None) -> str | None:
+  """The user's encoding in Python's canonical spelling; None for UTF-8 (every builder's own)."""
+  if encoding is None:
+    return None
+  try:
+    canonical = codecs.lookup(encoding).name
+  except LookupError:
+    raise ValueError(f'{cls.name}: unknown text encoding {encoding!r} (e.g. utf-8, cp1252, '
+                     'latin-1)') from None
+  if canonical == 'utf-8':
+    return None
+  if not cls.ENCODING_OPTION:
+    raise ValueError(f'{cls.name}: the upstream format fixes the text encoding; encoding='
+                     f'{encoding!r} is only for the builders of users\' own files')
+  return canonical
+
+
 def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | os.PathLike,
-            config: str | None = None) -> _base.ManualBuilder:
+            config: str | None = None, encoding: str | None = None) -> _base.ManualBuilder:
   """Returns the builder of `name`, prepared in `data_dir` (built now if absent or stale).
 
   Args:
@@ -98,30 +120,36 @@ def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | 
     data_dir: where TFDS datasets are written (`data_dir/<name>/<config>/<version>`).
     config: builder config (`sst`: fine/binary; `document_classification`: yelp13, ...;
       `universal_dependencies`: a treebank such as `en_ewt`; `text_classification`: a name).
+    encoding: text encoding of the files without a byte-order mark (None = UTF-8); only builders
+      with `ENCODING_OPTION` (text_classification, document_classification) take another.
 
   Returns:
     The prepared `tfds.core.GeneratorBasedBuilder`.
+
+  Raises:
+    FormatError: a malformed or undecodable line; nothing of the failed build is left in data_dir.
   """
   cls = _builder_cls(name)
+  encoding = _encoding(cls, encoding)
   if manual_dir is None:
     if cls.DYNAMIC_CONFIGS and config is None:
       raise ValueError(f'{name}: without manual_dir the config must be given')
     config = _config(cls, config, None) if not cls.DYNAMIC_CONFIGS else config
-    b = _instantiate(cls, config, data_dir)
+    b = _instantiate(cls, config, data_dir, encoding)
     if not b.is_prepared():
       raise FileNotFoundError(f'{name}: no prepared dataset in {b.data_dir} and manual_dir=None')
     return b
   manual_dir = pathlib.Path(manual_dir)
   config = _config(cls, config, manual_dir)
   files = cls.source_files(manual_dir, config)  # FileNotFoundError naming the expected paths
-  fingerprint = _base.fingerprint(files)
-  b = _instantiate(cls, config, data_dir)
+  fingerprint = _base.fingerprint(files, encoding)
+  b = _instantiate(cls, config, data_dir, encoding)
   if _is_current(b, fingerprint):
     return b
   with _build_lock(data_dir, name, config):
     # Another process (a second launch, a variant started beside this one) may have built it while
     # this one waited for the lock: look again before building.
-    b = _instantiate(cls, config, data_dir)
+    b = _instantiate(cls, config, data_dir, encoding)
     if _is_current(b, fingerprint):
       return b
     mode = (tfds.download.GenerateMode.FORCE_REDOWNLOAD if b.is_prepared()
@@ -129,8 +157,9 @@ def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | 
     if b.is_prepared():
       logging.info('%s: source files changed, rebuilding %s', name, b.data_dir)
     start = time.perf_counter()
-    b.download_and_prepare(download_config=tfds.download.DownloadConfig(
-        manual_dir=str(manual_dir), download_mode=mode))
+    with _removed_on_failure(data_dir, name, config):
+      b.download_and_prepare(download_config=tfds.download.DownloadConfig(
+          manual_dir=str(manual_dir), download_mode=mode))
     b.info.metadata['build_seconds'] = round(time.perf_counter() - start, 3)
     b.info.write_to_directory(b.data_dir)
   _log_dropped(name, config, b.info.metadata.get('dropped', {}))
@@ -166,11 +195,50 @@ def _build_lock(data_dir, name, config):
       fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _instantiate(cls, config, data_dir):
+@contextlib.contextmanager
+def _removed_on_failure(data_dir, name, config):
+  """Removes what a failed build of `name`/`config` created under `data_dir`.
+
+  TFDS writes into `<data_dir>/<name>/<config>/<version>.incomplete*` and renames it when done; a
+  failure leaves that folder (and the empty `<name>/<config>` above it) behind. What the build lock
+  covers (`<name>/<config>`) is cleaned of every new entry; the folders above it only when they are
+  new and empty (another config of `name` may be building beside this one).
+  """
+  if '://' in os.fspath(data_dir):
+    yield
+    return
+  root = pathlib.Path(os.fspath(data_dir))
+  dataset = root / name / config if config else root / name
+  parents = [p for p in (root / name, root / 'downloads') if p != dataset and not p.exists()]
+  before = set(os.listdir(dataset)) if dataset.is_dir() else None
+  try:
+    yield
+  except BaseException:
+    if before is None:
+      shutil.rmtree(dataset, ignore_errors=True)
+    elif dataset.is_dir():
+      for entry in set(os.listdir(dataset)) - before:
+        target = dataset / entry
+        if target.is_dir() and not target.is_symlink():
+          shutil.rmtree(target, ignore_errors=True)
+        else:
+          target.unlink(missing_ok=True)
+    for parent in parents:
+      for folder in sorted((p for p in parent.rglob('*') if p.is_dir()), reverse=True) if parent.is_dir() else ():
+        with contextlib.suppress(OSError):
+          folder.rmdir()  # empty folders only
+      with contextlib.suppress(OSError):
+        parent.rmdir()
+    raise
+
+
+def _instantiate(cls, config, data_dir, encoding=None):
   kwargs = dict(data_dir=os.fspath(data_dir), file_format='array_record')
   if config is not None:
     kwargs['config'] = (tfds.core.BuilderConfig(name=config) if cls.DYNAMIC_CONFIGS else config)
-  return cls(**kwargs)
+  b = cls(**kwargs)
+  b.encoding = encoding
+  return b
 
 
 def _log_dropped(name, config, dropped):
@@ -184,7 +252,8 @@ def _split_name(split: str) -> str:
 
 
 def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None,
-                  data_dir: str | os.PathLike, config: str | None = None) -> list[dict[str, Any]]:
+                  data_dir: str | os.PathLike, config: str | None = None,
+                  encoding: str | None = None) -> list[dict[str, Any]]:
   """Builds `name` once into `data_dir` if needed, then reads `split` with `tfds.data_source`.
 
   Args:
@@ -193,6 +262,7 @@ def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None
     manual_dir: folder with the upstream files (see each builder's MANUAL_DOWNLOAD_INSTRUCTIONS).
     data_dir: TFDS data directory.
     config: builder config, see `builder`.
+    encoding: text encoding of the files, see `builder`.
 
   Returns:
     The examples in file order, as dicts of Python values (text decoded to `str`).
@@ -202,7 +272,7 @@ def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None
     FormatError: a malformed line (names file and line).
     KeyError: `split` is not offered (its file is absent).
   """
-  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config)
+  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config, encoding=encoding)
   split = _split_name(split)
   if split not in b.info.splits:
     raise KeyError(f'{name}: split {split!r} not available (its file is absent); available: '
@@ -214,14 +284,14 @@ def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None
 
 
 def report(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | os.PathLike,
-           config: str | None = None) -> dict[str, Any]:
+           config: str | None = None, encoding: str | None = None) -> dict[str, Any]:
   """Sizes and dropped-record counts of a (built) dataset, for the pipeline's data report.
 
   Returns:
     `{'name', 'config', 'num_examples': {split: n}, 'dropped': {split: {reason: n}},
       'source_files': {split: [file names]}, 'build_seconds': float | None, 'data_dir': str}`.
   """
-  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config)
+  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config, encoding=encoding)
   meta = b.info.metadata
   return {
       'name': name,

@@ -16,18 +16,22 @@ Conventions shared by all builders:
 from __future__ import annotations
 
 import abc
+import codecs
 import collections
 import gzip
 import hashlib
 import inspect
+import io
 import os
 import pathlib
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
+from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 from etils import epath
 import numpy as np
 import tensorflow_datasets as tfds
 from tensorflow_datasets.core import utils as tfds_utils
+
+from jax_structured import errors
 
 PathLike = str | os.PathLike
 SPLITS = ('train', 'validation', 'test')
@@ -46,7 +50,7 @@ def int_list() -> tfds.features.Tensor:
   return tfds.features.Tensor(shape=(None,), dtype=np.int32)
 
 
-class FormatError(ValueError):
+class FormatError(errors.UserError, ValueError):
   """A malformed record in an upstream file; the message starts with `file:line:`."""
 
   def __init__(self, path: PathLike, lineno: int | None, message: str):
@@ -56,21 +60,64 @@ class FormatError(ValueError):
     self.lineno = lineno
 
 
-def read_lines(path: PathLike, encoding: str = 'utf-8') -> Iterator[tuple[int, str]]:
+# Byte-order marks, longest first (the UTF-32 LE mark starts with the UTF-16 LE one).
+_BOMS = ((codecs.BOM_UTF32_LE, 'utf-32-le'), (codecs.BOM_UTF32_BE, 'utf-32-be'),
+         (codecs.BOM_UTF8, 'utf-8'), (codecs.BOM_UTF16_LE, 'utf-16-le'),
+         (codecs.BOM_UTF16_BE, 'utf-16-be'))
+# How many bad line numbers an error lists.
+FIRST_BAD_LINES = 5
+
+
+def open_binary(path: PathLike) -> BinaryIO:
+  """The file as bytes (`.gz` decompressed on the fly)."""
+  path = pathlib.Path(path)
+  return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
+
+
+def detect_bom(head: bytes) -> tuple[str | None, int]:
+  """`(encoding, BOM length)` of a byte-order mark at the start of `head`, or `(None, 0)`.
+
+  UTF-8, UTF-16 and UTF-32 (either byte order) are recognised; the returned encoding is the one
+  without a BOM (`utf-16-le`, ...), for decoding the bytes after the mark.
+  """
+  for bom, encoding in _BOMS:
+    if head.startswith(bom):
+      return encoding, len(bom)
+  return None, 0
+
+
+def _bad_lines_summary(count: int, first: Sequence[int], what: str) -> str:
+  if count <= 1:
+    return ''
+  more = ', ...' if count > len(first) else ''
+  return f'; {count} lines {what} (lines {", ".join(map(str, first))}{more})'
+
+
+def read_lines(path: PathLike, encoding: str = 'utf-8', *,
+               encoding_hint: str = '') -> Iterator[tuple[int, str]]:
   """Yields `(line_number, line)` (1-based, line terminator `\\n` / `\\r\\n` removed).
 
-  `.gz` files are decompressed on the fly. Undecodable bytes raise `FormatError` naming the line.
+  `.gz` files are decompressed on the fly. A byte-order mark (UTF-8, UTF-16, UTF-32) is removed and
+  decides the encoding (a file saved "with BOM" by an editor or Excel reads the same as one without).
+  An undecodable line raises `FormatError` naming it, after the rest of the file was scanned: the
+  message also gives the number of undecodable lines and the first few.
 
   Args:
     path: the file.
-    encoding: its text encoding (TREC is ISO-8859-1, everything else UTF-8).
+    encoding: its text encoding when it has no byte-order mark (TREC is ISO-8859-1, everything
+      else UTF-8 unless the user says otherwise).
+    encoding_hint: appended to a decoding error's message (e.g. how to set another encoding).
 
   Yields:
     `(lineno, text)` pairs, in file order.
   """
-  path = pathlib.Path(path)
-  opener = gzip.open if path.suffix == '.gz' else open
-  with opener(path, 'rb') as f:
+  with open_binary(path) as f:
+    bom_encoding, skip = detect_bom(f.read(4))
+    f.seek(skip)
+    if bom_encoding is not None and bom_encoding.startswith('utf-') and bom_encoding != 'utf-8':
+      yield from _read_wide_lines(path, f, bom_encoding, encoding_hint)
+      return
+    encoding = bom_encoding or encoding
     for lineno, raw in enumerate(f, start=1):
       if raw.endswith(b'\n'):
         raw = raw[:-1]
@@ -79,29 +126,64 @@ def read_lines(path: PathLike, encoding: str = 'utf-8') -> Iterator[tuple[int, s
       try:
         line = raw.decode(encoding)
       except UnicodeDecodeError as e:
-        raise FormatError(path, lineno, f'not valid {encoding} text ({e.reason} at byte {e.start})') from None
+        first, count = [lineno], 1
+        for later, rest in enumerate(f, start=lineno + 1):
+          try:
+            rest.decode(encoding)
+          except UnicodeDecodeError:
+            count += 1
+            if len(first) < FIRST_BAD_LINES:
+              first.append(later)
+        raise FormatError(path, lineno, f'not valid {encoding} text ({e.reason} at byte {e.start})'
+                          + _bad_lines_summary(count, first, f'are not valid {encoding}')
+                          + encoding_hint) from None
       yield lineno, line
 
 
-def parse_lines(path: PathLike, parse: Callable[[str], Any],
-                encoding: str = 'utf-8') -> Iterator[tuple[int, Any]]:
+def _read_wide_lines(path, f, encoding, encoding_hint) -> Iterator[tuple[int, str]]:
+  """`read_lines` of a UTF-16 / UTF-32 file (a line ends at the decoded `\\n`, not at a byte)."""
+  text = io.TextIOWrapper(f, encoding=encoding, newline='')
+  lineno = 0
+  try:
+    for lineno, line in enumerate(text, start=1):
+      yield lineno, line.removesuffix('\n').removesuffix('\r')
+  except UnicodeDecodeError as e:
+    raise FormatError(path, lineno + 1, f'not valid {encoding} text ({e.reason}) although the file '
+                      f'starts with a {encoding} byte-order mark' + encoding_hint) from None
+
+
+def parse_lines(path: PathLike, parse: Callable[[str], Any], encoding: str = 'utf-8', *,
+                encoding_hint: str = '') -> Iterator[tuple[int, Any]]:
   """Applies the pure line parser `parse` to every line, locating its ValueErrors.
 
   Args:
     path: the file.
     parse: `line -> value`; raises ValueError (without location) on a malformed line.
-    encoding: text encoding of the file.
+    encoding: text encoding of the file (see `read_lines`).
+    encoding_hint: see `read_lines`.
 
   Yields:
-    `(lineno, parse(line))`; a ValueError of `parse` becomes `FormatError('path:lineno: ...')`.
+    `(lineno, parse(line))`. The first ValueError of `parse` becomes `FormatError('path:lineno:
+    ...')`, raised once the rest of the file was parsed too: its message also counts the malformed
+    lines and lists the first few.
   """
-  for lineno, line in read_lines(path, encoding):
+  lines = read_lines(path, encoding, encoding_hint=encoding_hint)
+  for lineno, line in lines:
     try:
       value = parse(line)
     except FormatError:
       raise
     except ValueError as e:
-      raise FormatError(path, lineno, str(e)) from None
+      first, count = [lineno], 1
+      for later, rest in lines:
+        try:
+          parse(rest)
+        except ValueError:
+          count += 1
+          if len(first) < FIRST_BAD_LINES:
+            first.append(later)
+      raise FormatError(path, lineno, str(e) + _bad_lines_summary(count, first, 'are malformed')
+                        ) from None
     yield lineno, value
 
 
@@ -133,9 +215,15 @@ def missing_files_error(name: str, manual_dir: PathLike, expected: Iterable[str]
       + '\n  '.join(expected) + f'\nHow to get the files:\n{instructions.strip()}')
 
 
-def fingerprint(files: Mapping[str, Sequence[PathLike]]) -> str:
-  """A content hash (BLAKE2b) of the source files of every split, to detect changed inputs."""
+def fingerprint(files: Mapping[str, Sequence[PathLike]], encoding: str | None = None) -> str:
+  """A content hash (BLAKE2b) of the source files of every split, to detect changed inputs.
+
+  `encoding` (a user's choice of text encoding, None = the builder's own) is hashed too: the same
+  bytes read in another encoding are another data set.
+  """
   h = hashlib.blake2b(digest_size=16)
+  if encoding is not None:
+    h.update(f'encoding\0{encoding}\0'.encode())
   for split in sorted(files):
     for path in files[split]:
       h.update(f'{split}\0{pathlib.Path(path).name}\0'.encode())
@@ -166,6 +254,24 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   DYNAMIC_CONFIGS: ClassVar[bool] = False
   # True: `load_examples(config=None)` is an error rather than the first of BUILDER_CONFIGS.
   REQUIRE_CONFIG: ClassVar[bool] = False
+  # True: the user may say which text encoding the files are in (`builders.builder(encoding=...)`,
+  # `config.data.encoding`); False: the upstream format fixes it.
+  ENCODING_OPTION: ClassVar[bool] = False
+  # Set by `builders.builder` when the user gave an encoding (None: UTF-8, or a BOM's).
+  encoding: str | None = None
+
+  @property
+  def read_encoding(self) -> str:
+    """The encoding the readers decode with (files with a byte-order mark follow their mark)."""
+    return self.encoding or 'utf-8'
+
+  @property
+  def encoding_hint(self) -> str:
+    """What a decoding error adds: how to give another encoding, where the builder allows it."""
+    if not self.ENCODING_OPTION:
+      return ''
+    return ('; if the files are in another encoding, set it with config.data.encoding (e.g. '
+            '--config.data.encoding=cp1252)')
 
   @classmethod
   def resolve_config(cls, config: str | None, manual_dir: PathLike | None) -> str:
@@ -210,7 +316,7 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     files = self.source_files(manual_dir, config_name)
     self.info.metadata['dropped'] = {split: {} for split in files}
     self.info.metadata['source_files'] = {split: [p.name for p in paths] for split, paths in files.items()}
-    self.info.metadata['source_fingerprint'] = fingerprint(files)
+    self.info.metadata['source_fingerprint'] = fingerprint(files, self.encoding)
     return {split: self._generate_examples(split, paths) for split, paths in files.items()}
 
   def _generate_examples(self, split: str, files: Sequence[pathlib.Path]):

@@ -139,6 +139,7 @@ class DocumentClassification(_base.ManualBuilder, skip_registration=True):
   name = 'document_classification'
   BUILDER_CONFIGS = CONFIGS
   REQUIRE_CONFIG = True
+  ENCODING_OPTION = True
   DESCRIPTION = __doc__
   CITATION = ('Tang, Qin and Liu 2015 (EMNLP); Zhang, Zhao and LeCun 2015 (NeurIPS); Habernal, '
               'Ptacek and Steinberger 2013 (WASSA); Thomas, Pang and Lee 2006 (EMNLP).')
@@ -181,15 +182,16 @@ class DocumentClassification(_base.ManualBuilder, skip_registration=True):
     config = self.builder_config
     if config.layout == 'tang':
       for path in files:
-        for _, example in _base.parse_lines(path, lambda l: parse_tang_line(l, config.max_label)):
+        for _, example in _base.parse_lines(path, lambda l: parse_tang_line(l, config.max_label),
+                                            self.read_encoding, encoding_hint=self.encoding_hint):
           yield example
     elif config.layout == 'zhang_csv':
       for path in files:
-        yield from _read_zhang_csv(path, config)
+        yield from _read_zhang_csv(path, config, self.read_encoding, self.encoding_hint)
     elif config.layout == 'csfd':
       for path in files:
         label = path.stem
-        for _, line in _base.read_lines(path):
+        for _, line in _base.read_lines(path, self.read_encoding, encoding_hint=self.encoding_hint):
           if not line.strip():
             dropped['empty_line'] += 1
             continue
@@ -197,7 +199,8 @@ class DocumentClassification(_base.ManualBuilder, skip_registration=True):
     else:
       for path in files:
         label = convote_label(path.name)
-        lines = [line.strip() for _, line in _base.read_lines(path)]
+        lines = [line.strip() for _, line in _base.read_lines(path, self.read_encoding,
+                                                              encoding_hint=self.encoding_hint)]
         text = ' '.join(line for line in lines if line)
         if not text:
           raise _base.FormatError(path, None, 'empty speech segment')
@@ -226,9 +229,13 @@ def _zhang_files(manual_dir, config, instructions):
   return files
 
 
-def _read_zhang_csv(path: pathlib.Path, config: DocumentConfig) -> Iterator[dict]:
+def _read_zhang_csv(path: pathlib.Path, config: DocumentConfig, encoding: str = 'utf-8',
+                    encoding_hint: str = '') -> Iterator[dict]:
   with open(path, 'rb') as raw:
-    text = io.TextIOWrapper(raw, encoding='utf-8', newline='')
+    bom_encoding, skip = _base.detect_bom(raw.read(4))
+    raw.seek(skip)
+    encoding = bom_encoding or encoding
+    text = io.TextIOWrapper(raw, encoding=encoding, newline='')
     reader = csv.reader(text, strict=True)
     line = 1
     try:
@@ -241,7 +248,7 @@ def _read_zhang_csv(path: pathlib.Path, config: DocumentConfig) -> Iterator[dict
     except csv.Error as e:
       raise _base.FormatError(path, line, f'bad CSV: {e}') from None
     except UnicodeDecodeError as e:
-      raise _base.FormatError(path, line, f'not valid utf-8 ({e.reason})') from None
+      raise _base.FormatError(path, line, f'not valid {encoding} ({e.reason}){encoding_hint}') from None
 
 
 def _csfd_files(manual_dir, config, instructions):

@@ -6,7 +6,10 @@ Each file is either
 - `<split>.jsonl`: one JSON object a line with a string `text` and a string or integer `label`
   (other keys are ignored).
 Features: `{'text': str, 'label': str}`. The config names the dataset (default: the folder's name),
-so several user datasets can share one data_dir. Blank lines are errors (nothing is skipped).
+so several user datasets can share one data_dir. Blank lines (a trailing newline too many, an empty
+line between records) are skipped and counted (`dropped['blank_line']`). The files are UTF-8 unless
+the user gives another encoding (`config.data.encoding`); a byte-order mark (UTF-8, UTF-16) is removed
+and decides the encoding.
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ def parse_tsv_line(line: str) -> dict[str, str]:
   Raises:
     ValueError: no tab, an empty label or an empty text.
   """
+  if not line.strip():
+    raise ValueError('blank line (a line is "label<TAB>text")')
   label, tab, text = line.partition('\t')
   if not tab:
     raise ValueError('expected "label<TAB>text", found no tab')
@@ -44,8 +49,11 @@ def parse_jsonl_line(line: str) -> dict[str, str]:
   """`{"text": ..., "label": ...}` -> `{'text', 'label'}` (an integer label becomes its str).
 
   Raises:
-    ValueError: invalid JSON, not an object, a missing/non-string text, a missing/empty label.
+    ValueError: a blank line, invalid JSON, not an object, a missing/non-string text, a
+      missing/empty label.
   """
+  if not line.strip():
+    raise ValueError('blank line (a line is one JSON object {"text": ..., "label": ...})')
   try:
     record = json.loads(line)
   except json.JSONDecodeError as e:
@@ -65,6 +73,7 @@ class TextClassification(_base.ManualBuilder, skip_registration=True):
 
   name = 'text_classification'
   DYNAMIC_CONFIGS = True
+  ENCODING_OPTION = True
   DESCRIPTION = __doc__
   MANUAL_DOWNLOAD_INSTRUCTIONS = """
   Put your own train.tsv / dev.tsv (or validation.tsv) / test.tsv files (`label<TAB>text`), or the
@@ -106,5 +115,9 @@ class TextClassification(_base.ManualBuilder, skip_registration=True):
                 dropped: collections.Counter) -> Iterator[dict]:
     for path in files:
       parse = parse_tsv_line if path.suffix == '.tsv' else parse_jsonl_line
-      for _, example in _base.parse_lines(path, parse):
-        yield example
+      for _, example in _base.parse_lines(path, lambda line, p=parse: p(line) if line.strip() else None,
+                                          self.read_encoding, encoding_hint=self.encoding_hint):
+        if example is None:
+          dropped['blank_line'] += 1
+        else:
+          yield example

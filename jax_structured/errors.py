@@ -1,0 +1,109 @@
+"""Errors a user causes (a config key or value, a file, a data format), as opposed to our bugs.
+
+Every layer may raise these (this module imports nothing of the package, so `data` and `viz` can use
+it too). The launchers (`launch/_errors.py`) print a `UserError` as one line on stderr and exit with
+status 2; any other exception is a bug and keeps its traceback. A message is one line that says what
+is wrong, where (file:line, `config.<key>`) and what to do.
+
+  UserError          base class
+  ConfigError        a config key or value (also a ValueError, as config validation always raised)
+  ConfigTypeError    a config value of the wrong type (also a TypeError)
+  ConfigKeyError     a dotted key the config does not have (also a KeyError); `unknown_key` builds it
+                     with the closest valid keys (difflib) and the valid keys of the parent section
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable, Mapping
+
+
+class UserError(Exception):
+  """An error in what the user gave us (config, flags, files), with a message saying what to do."""
+
+
+class ConfigError(UserError, ValueError):
+  """A config key or value is wrong (the message names `config.<key>`)."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+  """A config value has the wrong type (also a TypeError)."""
+
+
+class ConfigKeyError(ConfigError, KeyError):
+  """A config key does not exist.
+
+  A KeyError (what `ConfigDict` lookups raise) and a ValueError (what config validation raises);
+  `str()` is the message itself, not KeyError's quoted repr.
+  """
+
+  def __str__(self) -> str:
+    return str(self.args[0]) if self.args else ''
+
+
+def _keys(node: Any) -> list[str] | None:
+  """The keys of a mapping-like config node (ConfigDict, dict), or None for a leaf."""
+  if isinstance(node, Mapping):
+    return [str(k) for k in node.keys()]
+  keys = getattr(node, 'keys', None)
+  if callable(keys) and hasattr(node, '__getitem__'):
+    try:
+      return [str(k) for k in keys()]
+    except Exception:  # pylint: disable=broad-except  (a lazy or locked node: no keys to offer)
+      return None
+  return None
+
+
+def _dotted_keys(node: Any, prefix: str = '') -> Iterable[str]:
+  keys = _keys(node)
+  for key in keys or ():
+    name = f'{prefix}{key}'
+    yield name
+    yield from _dotted_keys(node[key], name + '.')
+
+
+def unknown_key(config: Any, dotted: str, *, where: str = 'config',
+                note: str = '') -> ConfigKeyError | None:
+  """The error for a dotted key that `config` lacks, or None when the key exists.
+
+  Args:
+    config: a ConfigDict or nested dict.
+    dotted: a key such as `train.nope` (relative to `config`).
+    where: how the user wrote the root (`config`, `config.data`, `--config`): the message names
+      `{where}.{dotted}`.
+    note: said right after the key (e.g. `(the sst loader has no such key)`).
+
+  Returns:
+    A `ConfigKeyError` whose one-line message names the key, the closest existing dotted keys
+    (difflib) and the valid keys of the deepest section that exists; None when `dotted` exists.
+  """
+  node, parts = config, dotted.split('.')
+  for i, part in enumerate(parts):
+    keys = _keys(node)
+    if keys is None or part not in keys:
+      section = '.'.join([where] + parts[:i])
+      message = f'unknown config key {where}.{dotted}' + (f' {note}' if note else '')
+      if keys is None:
+        message += f' ({section} is a value, not a section)'
+      close = _closest(config, parts, i, keys) if keys is not None else []
+      if close:
+        message += '; did you mean ' + ' or '.join(f'{where}.{c}' for c in close) + '?'
+      if keys:
+        message += f'; valid keys of {section}: {", ".join(sorted(keys))}'
+      return ConfigKeyError(message)
+    node = node[part]
+  return None
+
+
+def _closest(config: Any, parts: list[str], i: int, keys: list[str]) -> list[str]:
+  """Existing dotted keys closest to `parts` (wrong from `parts[i]` on): a sibling spelt alike
+  (`trian.num_steps` -> `train.num_steps`), else any key spelt alike, never an ancestor of it."""
+  everything = set(_dotted_keys(config))
+  close = []
+  for sibling in difflib.get_close_matches(parts[i], keys, n=3, cutoff=0.6):
+    fixed = '.'.join(parts[:i] + [sibling] + parts[i + 1:])
+    close.append(fixed if fixed in everything else '.'.join(parts[:i] + [sibling]))
+  if close:
+    return close
+  dotted = '.'.join(parts)
+  candidates = [k for k in everything if not dotted.startswith(k + '.')]
+  return difflib.get_close_matches(dotted, candidates, n=3, cutoff=0.6)

@@ -1,0 +1,252 @@
+"""One place where the launchers turn the user's mistakes into one message and exit status 2.
+
+    from launch import _errors
+    if __name__ == '__main__':
+      _errors.run(main)                  # instead of absl's app.run(main)
+
+Errors the user causes end in `error: <message>` on stderr and exit status 2, without a traceback
+(`--verbosity=1` prints it too). They are:
+- flags: an unknown flag, a bad flag value, a missing required flag, unexpected arguments;
+- config files and keys: a config file that does not exist or whose `get_config()` fails,
+  `--config.<key>=...` for a key the config does not have (named with the closest valid keys and the
+  valid keys of its section), a value of the wrong type;
+- `jax_structured.errors.UserError` and its subclasses (`ConfigError`, the data `FormatError`),
+  `training.CheckpointError` (a damaged checkpoint, a workdir of another config);
+- missing files and workdirs (`FileNotFoundError`, `NotADirectoryError`, `IsADirectoryError`,
+  `PermissionError`);
+- a ValueError / KeyError / TypeError whose message names a `config.<key>` (config validation of
+  every layer names the key it rejects), and a KeyError / AttributeError raised inside ml_collections
+  (a key the running code needs and the config lacks).
+Anything else is a bug: absl prints its traceback and the exit status is 1.
+
+Nothing here imports JAX: a mistake on the command line is reported before any heavy import.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import glob
+import os
+import re
+import sys
+import traceback
+from typing import Callable, Sequence
+
+from absl import app
+from absl import flags
+from ml_collections.config_flags import config_flags
+
+from jax_structured import errors
+
+EXIT_USER_ERROR = 2
+
+# File errors a user causes by naming a path (a missing workdir, config, data folder, input file).
+_FILE_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+# A message that names a config key, e.g. "config.optimizer.name='rmsprop' is not one of ...".
+_NAMES_CONFIG_KEY = re.compile(r'(?<![\w.])config\.[A-Za-z_]\w*')
+
+
+def run(main: Callable[[list[str]], object], *, argv: Sequence[str] | None = None,
+        argv_filter: Callable[[list[str]], list[str]] | None = None) -> None:
+  """`absl.app.run(main)` with the user's mistakes reported as one message and exit status 2.
+
+  Args:
+    main: the launcher's `main(argv)`.
+    argv: the command line (default `sys.argv`).
+    argv_filter: `argv -> argv` applied before the flags are parsed (a launcher that takes some
+      arguments out of absl's hands, e.g. `launch.train`'s data overrides under
+      `--text_classification_dir`); its `UserError`s are reported like any other.
+  """
+  argv = list(sys.argv if argv is None else argv)
+  app.run(_guarded(main), argv=argv, flags_parser=functools.partial(_parse_flags, argv_filter))
+
+
+def fail(message: str, error: BaseException | None = None, argv: Sequence[str] | None = None):
+  """Prints `error: message` on stderr (after the traceback of `error` under --verbosity >= 1), exits 2."""
+  if error is not None and _verbosity(argv) >= 1:
+    traceback.print_exception(error)
+  sys.stdout.flush()
+  print(f'error: {message}', file=sys.stderr, flush=True)
+  sys.exit(EXIT_USER_ERROR)
+
+
+def user_message(error: BaseException) -> str | None:
+  """The message to print for a user's mistake, or None when `error` is a bug (keep its traceback)."""
+  if isinstance(error, errors.UserError):
+    return str(error)
+  checkpoints = sys.modules.get('jax_structured.training.checkpoints')
+  if checkpoints is not None and isinstance(error, checkpoints.CheckpointError):
+    return str(error)
+  if isinstance(error, app.UsageError):
+    return f'{error} (--helpshort lists the flags)'
+  if isinstance(error, _FILE_ERRORS):
+    if error.filename is not None and error.strerror:
+      return f'{error.filename}: {error.strerror}'
+    return str(error)
+  text = _text(error)
+  if isinstance(error, (ValueError, KeyError, TypeError)) and _NAMES_CONFIG_KEY.search(text):
+    return text
+  if isinstance(error, (KeyError, AttributeError)) and _raised_in_ml_collections(error):
+    return (f'the config has no key {text} that {_caller(error)} reads: add it to the config file '
+            '(its loader or model lists the valid keys), or use a config written for this model')
+  return None
+
+
+def _text(error: BaseException) -> str:
+  """`str(error)`, without KeyError's quotes around a single message."""
+  if isinstance(error, KeyError) and len(error.args) == 1 and isinstance(error.args[0], str):
+    return error.args[0]
+  return str(error)
+
+
+def _frames(error: BaseException):
+  return traceback.extract_tb(error.__traceback__)
+
+
+def _raised_in_ml_collections(error: BaseException) -> bool:
+  frames = _frames(error)
+  return bool(frames) and f'{os.sep}ml_collections{os.sep}' in frames[-1].filename
+
+
+def _caller(error: BaseException) -> str:
+  """`file:line` of the innermost frame outside ml_collections (the code that read the key)."""
+  for frame in reversed(_frames(error)):
+    if f'{os.sep}ml_collections{os.sep}' not in frame.filename:
+      return f'{os.path.relpath(frame.filename)}:{frame.lineno}'
+  return 'the launcher'
+
+
+def _guarded(main):
+  @functools.wraps(main)
+  def wrapped(argv):
+    try:
+      return main(argv)
+    except Exception as e:  # pylint: disable=broad-except  (bugs are re-raised below)
+      message = user_message(e)
+      if message is None:
+        raise
+      fail(message, e)
+  return wrapped
+
+
+# --------------------------------------------------------------------------------------------------
+# Flags and config files
+
+def _parse_flags(argv_filter, argv: list[str]) -> list[str]:
+  """absl's flag parsing, with its errors and config_flags' errors as one message each."""
+  argv = list(argv)
+  try:
+    if argv_filter is not None:
+      argv = argv_filter(argv)
+      sys.argv = argv  # config_flags reads the overrides from sys.argv
+    rest = flags.FLAGS(argv)
+  except Exception as e:  # pylint: disable=broad-except  (bugs are re-raised below)
+    message = _flag_error_message(e, argv)
+    if message is None:
+      raise
+    fail(message, e, argv)
+  for name in _config_flag_names():
+    problem = _config_file_problem(name, argv)
+    if problem is not None:
+      fail(*problem, argv)
+  return rest
+
+
+def _config_flag_names() -> list[str]:
+  return [name for name in flags.FLAGS if config_flags.is_config_flag(flags.FLAGS[name])]
+
+
+def _flag_error_message(error: Exception, argv: Sequence[str]) -> str | None:
+  """The message for an error raised while parsing the command line, or None for a bug."""
+  for name in _config_flag_names():
+    unknown = _unknown_override(name, argv)
+    if unknown is not None:
+      return str(unknown)
+  if isinstance(error, (ValueError, TypeError)) and 'Error whilst parsing config file' in str(error):
+    last = str(error).strip().splitlines()[-1]
+    return f'the config file\'s get_config() failed: {last}'
+  if isinstance(error, flags.Error):
+    return f'{error} (--helpshort lists the flags)'
+  return user_message(error)
+
+
+def _flag_value(name: str, argv: Sequence[str]) -> str | None:
+  """The last value of `--name=V` / `--name V` / `-name=V` in argv."""
+  value = None
+  for i, arg in enumerate(argv):
+    match = re.fullmatch(rf'--?{re.escape(name)}(?:=(.*))?', arg, re.S)
+    if match:
+      value = match.group(1) if match.group(1) is not None else (argv[i + 1] if i + 1 < len(argv)
+                                                                 else None)
+  return value
+
+
+def _overrides(name: str, argv: Sequence[str]) -> list[str]:
+  """The dotted keys of `--name.<key>[=V]` / `--noname.<key>` in argv, in order."""
+  keys = []
+  for arg in argv:
+    match = re.match(rf'--?(?:no)?{re.escape(name)}\.([^=\s]+)', arg)
+    if match and match.group(1) not in keys:
+      keys.append(match.group(1))
+  return keys
+
+
+def _unknown_override(name: str, argv: Sequence[str]) -> errors.ConfigKeyError | None:
+  """The error for the first `--name.<key>` override whose key the config file does not have."""
+  keys = _overrides(name, argv)
+  path = _flag_value(name, argv)
+  if not keys or not path:
+    return None
+  try:
+    config = flags.FLAGS[name].parser.parse(path)
+    for key in keys:
+      error = errors.unknown_key(config, key, where=name)
+      if error is not None:
+        return error
+  except Exception:  # pylint: disable=broad-except  (the config itself fails: reported elsewhere)
+    return None
+  return None
+
+
+def _config_file_problem(name: str, argv: Sequence[str]):
+  """(message, error) when `--name` names a config file that could not be loaded, else None."""
+  value = flags.FLAGS[name].value
+  if value is None or type(value).__name__ != '_ErrorConfig':
+    return None
+  try:
+    value.keys()  # an _ErrorConfig raises its load error on any access
+  except OSError as e:
+    cause = e.__cause__ or e
+    path = (_flag_value(name, argv) or '').split(':', 1)[0]
+    if not os.path.isfile(path):
+      return _missing_config_message(name, path), cause
+    return f'--{name}={path} could not be loaded: {str(cause).strip().splitlines()[-1]}', cause
+  return None
+
+
+def _missing_config_message(name: str, path: str) -> str:
+  candidates = sorted(p for p in glob.glob('configs/**/*.py', recursive=True)
+                      if not os.path.basename(p).startswith('_'))
+  close = difflib.get_close_matches(path, candidates, n=3, cutoff=0.5)
+  message = f'--{name}={path}: no such config file (paths are relative to {os.getcwd()})'
+  if close:
+    message += f'; did you mean {" or ".join(close)}?'
+  elif candidates:
+    message += f'; the configs here are {", ".join(candidates)}'
+  return message
+
+
+def _verbosity(argv: Sequence[str] | None) -> int:
+  """--verbosity (absl's flag) once parsed, else read from argv (0 when absent or unreadable)."""
+  try:
+    if flags.FLAGS.is_parsed():
+      return int(flags.FLAGS.verbosity)
+  except Exception:  # pylint: disable=broad-except
+    pass
+  value = None
+  for name in ('verbosity', 'v'):
+    value = _flag_value(name, argv or sys.argv) or value
+  try:
+    return int(value) if value is not None else 0
+  except ValueError:
+    return 0
