@@ -51,7 +51,8 @@ from jax_structured.nn import lstmn as lstmn_lib
 
 # Modules imported on first lookup; each registers its encoders (relation networks, DCNN / Tree-LSTM,
 # MHS-RNN add themselves here).
-FAMILY_MODULES: tuple[str, ...] = ()
+FAMILY_MODULES: tuple[str, ...] = ('jax_structured.models.yu', 'jax_structured.models.chen',
+                                   'jax_structured.models.luo_zhu')
 
 _ENCODERS: dict[str, type] = {}
 
@@ -129,12 +130,13 @@ def config_fields(cls: type) -> dict[str, Any]:
   return out
 
 
-def build(config: Mapping[str, Any], *, name: str = 'encoder', where: str = 'config.model.encoder') -> Encoder:
+def build(config: Mapping[str, Any], *, name: Optional[str] = None,
+          where: str = 'config.model.encoder') -> Encoder:
   """Instantiates the encoder `config['name']` from its keys.
 
   Args:
     config: a mapping (ConfigDict) with `name` and any of the encoder's fields.
-    name: the Flax module name of the instance (its parameter scope).
+    name: the Flax module name of the instance (None: named by the attribute of the head holding it).
     where: the config path named in errors.
 
   Raises:

@@ -1,11 +1,13 @@
-"""Liu & Lapata (2018), "Learning Structured Text Representations" (TACL 6): the three task models.
+"""Liu & Lapata (2018), "Learning Structured Text Representations" (TACL 6): the three task models,
+as presets of the shared heads (`models.heads`) over the 'liu_lapata' encoder (`models.encoders`),
+with the paper's flat `config.model` keys.
 
-- `SentenceClassifier` ('liu_lapata.sentence_classifier'): embeddings -> BiLSTM -> attention -> pooling
+- 'liu_lapata.sentence_classifier': embeddings -> BiLSTM -> attention -> pooling
   -> MLP (the sentence model of sec. 3.1, used on SST and the synthetic default job).
-- `DocumentClassifier` ('liu_lapata.document_classifier'): the hierarchical model of sec. 3.3: a
+- 'liu_lapata.document_classifier': the hierarchical model of sec. 3.3: a
   sentence BiLSTM + attention + pooling gives sentence vectors v_i, a document BiLSTM + attention +
   pooling gives the document vector y, then the classifier (Table 4).
-- `PairClassifier` ('liu_lapata.pair_classifier'): sec. 4.1, SNLI: structured intra-sentence attention
+- 'liu_lapata.pair_classifier': sec. 4.1, SNLI: structured intra-sentence attention
   on premise and hypothesis, then the decomposable inter-attention of Parikh et al. (2016), eqs. 20-23
   (Table 1).
 
@@ -27,236 +29,99 @@ figures and options): `document_config` (Table 4), `sentence_config`, `pair_conf
 """
 import os
 import pathlib
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
-import flax.linen as nn
-import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from jax_structured import nn as jsnn
 from jax_structured.data import loaders
+from jax_structured.models import encoders
+from jax_structured.models import heads
 from jax_structured.models import registry
 from jax_structured.training import config as training_config
 
-# Variant name (configs, Tables 1 and 4) -> StructuredAttention normalizer.
-ATTENTIONS = {'none': 'none', 'simple': 'softmax', 'structured': 'matrix_tree',
-              'inside_outside': 'projective'}
+ATTENTIONS = encoders.ATTENTIONS  # variant name (configs, Tables 1 and 4) -> normalizer
+
+# The presets' flat `config.model` keys and their defaults (sec. 4.2; pairs: sec. 4.1).
+_WORD_MODEL = {'embedding_dim': 200, 'freeze_embeddings': False, 'hidden_size': 100,
+               'semantic_size': 75, 'num_layers': 1, 'mlp_hidden': 0, 'dropout_rate': 0.3,
+               'single_root': True}
+SENTENCE_DEFAULTS = {**_WORD_MODEL, 'attention': 'structured', 'pooling': 'max'}
+DOCUMENT_DEFAULTS = {**_WORD_MODEL, 'sentence_attention': 'structured',
+                     'document_attention': 'structured', 'pooling': 'max'}
+PAIR_DEFAULTS = {**_WORD_MODEL, 'embedding_dim': 300, 'hidden_size': 150, 'semantic_size': 100,
+                 'attention': 'structured', 'mlp_hidden': 200, 'dropout_rate': 0.2}
 
 
-def _normalizer(attention: str, key: str) -> str:
-  if attention not in ATTENTIONS:
-    raise ValueError(f'config.model.{key}={attention!r}; valid: {sorted(ATTENTIONS)}')
-  return ATTENTIONS[attention]
+def _preset_values(config, defaults: Mapping[str, Any], model_name: str) -> dict[str, Any]:
+  """`defaults` updated with `config`'s keys (an error naming unknown ones)."""
+  registry.check_keys(config, defaults, model_name)
+  return {**defaults, **{k: v for k, v in config.items() if k != 'name'}}
 
 
-class _Encoder(nn.Module):
-  """BiLSTM + (structured) attention over one level of text (words of sentences, or sentences).
-
-  Returns r [..., n, D] (D = 2 * semantic_size with attention, 2 * hidden_size without).
-  """
-  hidden_size: int
-  semantic_size: int
-  attention: str
-  attention_key: str
-  num_layers: int = 1
-  single_root: bool = True
-
-  @nn.compact
-  def __call__(self, x: jax.Array, lengths: jax.Array, *, train: bool, sow_prefix: str = '',
-               sow_splits=()) -> jax.Array:
-    normalizer = _normalizer(self.attention, self.attention_key)
-    hidden = jsnn.BiLSTM(self.hidden_size, num_layers=self.num_layers, name='bilstm')(
-        x, lengths, deterministic=not train)
-    return jsnn.StructuredAttention(self.semantic_size, normalizer=normalizer,
-                                    single_root=self.single_root, name='attention')(
-                                        hidden, lengths, sow_prefix=sow_prefix,
-                                        sow_splits=sow_splits)
+def _encoder(values: Mapping[str, Any], attention_key: str) -> encoders.LiuLapataEncoder:
+  """The BiLSTM + attention encoder of one level, with the variant of `values[attention_key]`."""
+  encoders.attention_normalizer(values[attention_key], attention_key)
+  return encoders.LiuLapataEncoder(
+      hidden_size=values['hidden_size'], semantic_size=values['semantic_size'],
+      attention=values[attention_key], num_layers=values['num_layers'],
+      single_root=values['single_root'])
 
 
-def _classifier(x: jax.Array, mlp_hidden: int, num_classes: int, dropout_rate: float, train: bool,
-                ) -> jax.Array:
-  """Dropout on the output layer, then an optional hidden ReLU layer, then the logits."""
-  x = nn.Dropout(dropout_rate)(x, deterministic=not train)
-  if mlp_hidden:
-    x = nn.relu(nn.Dense(mlp_hidden, name='hidden')(x))
-    x = nn.Dropout(dropout_rate)(x, deterministic=not train)
-  return nn.Dense(num_classes, name='logits')(x)
-
-
-def _embed(module: nn.Module, tokens: jax.Array, train: bool) -> jax.Array:
-  """The model's word embedding `embed` (dropout on the input layer): [...] int -> [..., E]."""
-  return jsnn.WordEmbedding(module.vocab_size, module.embedding_dim,
-                            embedding_init=module.embedding_init, freeze=module.freeze_embeddings,
-                            dropout_rate=module.dropout_rate, name='embed')(
-                                tokens, deterministic=not train)
-
-
-def _encoder(module: nn.Module, attention_key: str, name: str) -> _Encoder:
-  """The `_Encoder` of one level of `module`, with the attention variant of its field `attention_key`."""
-  return _Encoder(module.hidden_size, module.semantic_size, getattr(module, attention_key),
-                  attention_key, num_layers=module.num_layers, single_root=module.single_root,
-                  name=name)
-
-
-class _WordModel(nn.Module):
-  """The fields every Liu & Lapata model has, first in its field order (defaults: sec. 4.2).
-
-  Attributes:
-    vocab_size, num_classes, embedding_init: filled in by `models.build`.
-    embedding_dim: word vector size.
-    freeze_embeddings: keep the (pretrained) word vectors fixed.
-    hidden_size: BiLSTM hidden size per direction.
-    semantic_size: per-direction semantic part of the BiLSTM output (eq. 7); the rest is structure.
-    num_layers: stacked BiLSTM layers.
-  """
-  vocab_size: int
-  num_classes: int
-  embedding_init: Optional[Callable[..., Any]] = None
-  embedding_dim: int = 200
-  freeze_embeddings: bool = False
-  hidden_size: int = 100
-  semantic_size: int = 75
-  num_layers: int = 1
+def _head_values(values: Mapping[str, Any]) -> dict[str, Any]:
+  """The shared head fields of a preset (dropout on the input and output layers, sec. 4.2)."""
+  return {'embedding_dim': values['embedding_dim'], 'freeze_embeddings': values['freeze_embeddings'],
+          'embedding_dropout': values['dropout_rate'], 'dropout_rate': values['dropout_rate'],
+          'mlp_hidden': values['mlp_hidden']}
 
 
 @registry.register('liu_lapata.sentence_classifier')
-class SentenceClassifier(_WordModel):
-  """Sentence model (sec. 3.1): embeddings -> BiLSTM -> attention -> pooling -> MLP.
-
-  Batch: tokens [B, T] int32, lengths [B] int32. Returns logits [B, num_classes].
-
-  Attributes:
-    vocab_size, num_classes, embedding_init: filled in by `models.build`.
-    embedding_dim: word vector size.
-    freeze_embeddings: keep the (pretrained) word vectors fixed.
-    hidden_size: BiLSTM hidden size per direction.
-    semantic_size: per-direction semantic part of the BiLSTM output (eq. 7); the rest is structure.
-    num_layers: stacked BiLSTM layers.
-    attention: 'none' | 'simple' | 'structured' | 'inside_outside'.
-    pooling: 'max' | 'mean' | 'sum' | 'attention' over the updated word vectors.
-    mlp_hidden: hidden ReLU layer of the classifier (0: a linear classifier).
-    dropout_rate: dropout on the input (embeddings) and output (classifier input) layers.
-    single_root: one word hangs from ROOT (the paper's formulation).
-  """
-  attention: str = 'structured'
-  pooling: str = 'max'
-  mlp_hidden: int = 0
-  dropout_rate: float = 0.3
-  single_root: bool = True
-
-  @nn.compact
-  def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> jax.Array:
-    tokens, lengths = batch['tokens'], jnp.asarray(batch['lengths'], jnp.int32)
-    x = _embed(self, tokens, train)
-    r = _encoder(self, 'attention', 'encoder')(x, lengths, train=train)
-    v = jsnn.Pooling(self.pooling, name='pooling')(r, lengths)
-    return _classifier(v, self.mlp_hidden, self.num_classes, self.dropout_rate, train)
+def sentence_classifier(config, *, vocab_size: int, num_classes: int, embeddings=None):
+  """Sentence model (sec. 3.1): embeddings -> BiLSTM -> attention -> pooling -> MLP, as the
+  'classifier.sentence' head over the 'liu_lapata' encoder. Keys: `SENTENCE_DEFAULTS`
+  (attention: 'none' | 'simple' | 'structured' | 'inside_outside'; pooling: 'max' | 'mean' | 'sum' |
+  'attention'). Batch: tokens [B, T], lengths [B] -> logits [B, num_classes]."""
+  values = _preset_values(config, SENTENCE_DEFAULTS, 'liu_lapata.sentence_classifier')
+  return heads.build_head(
+      'classifier.sentence', {**_head_values(values), 'pooling': values['pooling']},
+      vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings,
+      encoders={'encoder': _encoder(values, 'attention')}, model_name='liu_lapata.sentence_classifier')
 
 
 @registry.register('liu_lapata.document_classifier')
-class DocumentClassifier(_WordModel):
-  """Hierarchical document model (sec. 3.3, Figure 4; Table 4).
+def document_classifier(config, *, vocab_size: int, num_classes: int, embeddings=None):
+  """Hierarchical document model (sec. 3.3, Figure 4; Table 4) as the 'classifier.document' head.
 
   Words of each sentence: BiLSTM -> `sentence_attention` -> pooling gives v_i; sentences of the
-  document: BiLSTM -> `document_attention` -> pooling gives y; then the classifier. Sentence slots at or
-  past `num_sentences` and empty sentences are masked; a document with 0 sentences (only padding
-  examples, `example_mask` 0) gives finite logits. Real documents must have >= 1 sentence: check batches
-  with `validate_batch` at data time.
-
-  Batch: tokens [B, S, T], sentence_lengths [B, S], num_sentences [B]. Returns logits [B, num_classes].
-
-  Attributes:
-    as `SentenceClassifier` (hidden_size and semantic_size are used at both levels, as in the paper:
-    100 = 75 semantic + 25 structure), plus
-    sentence_attention / document_attention: 'none' | 'simple' | 'structured' | 'inside_outside'.
+  document: BiLSTM -> `document_attention` -> pooling gives y; then the classifier (hidden_size and
+  semantic_size at both levels, as in the paper: 100 = 75 semantic + 25 structure). Keys:
+  `DOCUMENT_DEFAULTS`. Batch: tokens [B, S, T], sentence_lengths [B, S], num_sentences [B]. Real
+  documents must have >= 1 sentence: check batches with `validate_batch` at data time.
   """
-  sentence_attention: str = 'structured'
-  document_attention: str = 'structured'
-  pooling: str = 'max'
-  mlp_hidden: int = 0
-  dropout_rate: float = 0.3
-  single_root: bool = True
-
-  @nn.compact
-  def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> jax.Array:
-    tokens = batch['tokens']
-    sentence_lengths = jnp.asarray(batch['sentence_lengths'], jnp.int32)
-    num_sentences = jnp.asarray(batch['num_sentences'], jnp.int32)
-    # Sentence slots past num_sentences never contribute, whatever their recorded length.
-    slot_real = jsnn.sequence_mask(num_sentences, tokens.shape[-2])
-    sentence_lengths = jnp.where(slot_real, sentence_lengths, 0)
-    x = _embed(self, tokens, train)  # [B, S, T, E]
-    words = _encoder(self, 'sentence_attention', 'sentence_encoder')(
-        x, sentence_lengths, train=train, sow_prefix='sentence_')
-    v = jsnn.Pooling(self.pooling, name='sentence_pooling')(words, sentence_lengths)  # [B, S, D]
-    sentences = _encoder(self, 'document_attention', 'document_encoder')(
-        v, num_sentences, train=train, sow_prefix='document_')
-    y = jsnn.Pooling(self.pooling, name='document_pooling')(sentences, num_sentences)
-    return _classifier(y, self.mlp_hidden, self.num_classes, self.dropout_rate, train)
+  values = _preset_values(config, DOCUMENT_DEFAULTS, 'liu_lapata.document_classifier')
+  return heads.build_head(
+      'classifier.document',
+      {**_head_values(values), 'pooling': values['pooling'], 'document_pooling': values['pooling']},
+      vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings,
+      encoders={'encoder': _encoder(values, 'sentence_attention'),
+                'document_encoder': _encoder(values, 'document_attention')},
+      model_name='liu_lapata.document_classifier')
 
 
 @registry.register('liu_lapata.pair_classifier')
-class PairClassifier(_WordModel):
-  """Natural language inference model of sec. 4.1 (Table 1).
+def pair_classifier(config, *, vocab_size: int, num_classes: int, embeddings=None):
+  """Natural language inference model of sec. 4.1 (Table 1) as the 'classifier.pair' head.
 
-  A shared encoder (embeddings -> BiLSTM -> intra-sentence `attention`) gives r^p [n, D] and r^h [m, D]
-  (premises and hypotheses are padded to max(n, m) and encoded in ONE pass over the stacked [2B, .]
-  batch; the sown `premise_*` / `hypothesis_*` structures therefore have that common length);
-  then, with F, G, H two-layer ReLU perceptrons (Parikh et al. 2016):
-    o_ij = F(r^p_i)^T F(r^h_j)                                  (eq. 20)
-    rbar^p_i = [r^p_i, sum_j softmax_j(o_ij) r^h_j]             (eq. 21)
-    rbar^h_j = [r^h_j, sum_i softmax_i(o_ij) r^p_i]             (eq. 22)
-    r^p = sum_i G(rbar^p_i),  r^h = sum_j G(rbar^h_j)           (eq. 23, over real words)
-    logits = W H([r^p, r^h]) + b                                (softmax layer)
-  (the printed eqs. 21-22 omit the aligned vectors r^h_j / r^p_i and mistype the sum bounds.)
-
-  Batch: premise [B, n], premise_lengths [B], hypothesis [B, m], hypothesis_lengths [B].
-
-  Attributes:
-    as `SentenceClassifier`, with mlp_hidden the size of every layer of F, G and H (paper: 200) and
-    dropout_rate applied to the embeddings and to the input of every perceptron layer.
+  A shared encoder (embeddings -> BiLSTM -> intra-sentence `attention`) reads premise and hypothesis
+  in one stacked pass, then the decomposable inter-attention of eqs. 20-23 with perceptrons of
+  `mlp_hidden` (paper: 200) and dropout_rate on the embeddings and every perceptron layer. Keys:
+  `PAIR_DEFAULTS`. Batch: premise [B, n], premise_lengths [B], hypothesis [B, m], hypothesis_lengths.
   """
-  embedding_dim: int = 300  # sec. 4.1 defaults (these three keep their place in the field order)
-  hidden_size: int = 150
-  semantic_size: int = 100
-  attention: str = 'structured'
-  mlp_hidden: int = 200
-  dropout_rate: float = 0.2
-  single_root: bool = True
-
-  @nn.compact
-  def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> jax.Array:
-    premise_lengths = jnp.asarray(batch['premise_lengths'], jnp.int32)
-    hypothesis_lengths = jnp.asarray(batch['hypothesis_lengths'], jnp.int32)
-    batch_size, n = batch['premise'].shape
-    m = batch['hypothesis'].shape[1]
-    width = max(n, m)
-    tokens = jnp.concatenate([jnp.pad(batch['premise'], ((0, 0), (0, width - n))),
-                              jnp.pad(batch['hypothesis'], ((0, 0), (0, width - m)))], 0)
-    encoded = _encoder(self, 'attention', 'encoder')(
-        _embed(self, tokens, train), jnp.concatenate([premise_lengths, hypothesis_lengths], 0),
-        train=train, sow_splits=(('premise_', batch_size), ('hypothesis_', batch_size)))
-    premise, hypothesis = encoded[:batch_size, :n], encoded[batch_size:, :m]
-
-    def mlp(name):
-      return jsnn.MLP((self.mlp_hidden, self.mlp_hidden), dropout_rate=self.dropout_rate, name=name)
-
-    attend = mlp('attend')  # F
-    scores = jnp.einsum('bid,bjd->bij', attend(premise, deterministic=not train),
-                        attend(hypothesis, deterministic=not train))  # eq. 20
-    beta, alpha = jsnn.inter_attention(scores, premise, hypothesis, premise_lengths,
-                                       hypothesis_lengths)  # eqs. 21-22
-    compare = mlp('compare')  # G
-    premise_sum = jsnn.masked_sum(
-        compare(jnp.concatenate([premise, beta], -1), deterministic=not train), premise_lengths)
-    hypothesis_sum = jsnn.masked_sum(
-        compare(jnp.concatenate([hypothesis, alpha], -1), deterministic=not train),
-        hypothesis_lengths)  # eq. 23
-    aggregated = mlp('aggregate')(jnp.concatenate([premise_sum, hypothesis_sum], -1),
-                                  deterministic=not train)  # H
-    return nn.Dense(self.num_classes, name='logits')(aggregated)
+  values = _preset_values(config, PAIR_DEFAULTS, 'liu_lapata.pair_classifier')
+  return heads.build_head(
+      'classifier.pair', {**_head_values(values), 'interaction': 'decomposable'},
+      vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings,
+      encoders={'encoder': _encoder(values, 'attention')}, model_name='liu_lapata.pair_classifier')
 
 
 def validate_batch(batch: Mapping[str, Any], kind: str) -> None:

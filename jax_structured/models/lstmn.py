@@ -1,4 +1,5 @@
-"""LSTMN models of Cheng, Dong & Lapata (2016) and their LSTM baselines, in one code path.
+"""LSTMN models of Cheng, Dong & Lapata (2016) and their LSTM baselines, in one code path: presets of
+the shared heads (`models.heads`) over the 'lstmn' encoder (`models.encoders`) with the paper's keys.
 
 - `LanguageModel` (section 5.1, Table 1): embeddings -> `num_layers` LSTMN (or LSTM) layers with skip
   connections -> softmax over the vocabulary. Batches: `inputs`, `targets`, `mask` [B, T] (kind 'lm');
@@ -14,128 +15,83 @@
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
-
-import flax.linen as nn
-import jax.numpy as jnp
-
+from jax_structured.models import encoders
+from jax_structured.models import heads
 from jax_structured.models import registry
-from jax_structured.nn import lstmn as lstmn_lib
-from jax_structured.nn import pooling
-from jax_structured.nn.embedding import WordEmbedding
 
-__all__ = ['LanguageModel', 'SentenceClassifier', 'PairClassifier', 'shrink_classifier_config']
+__all__ = ['language_model', 'sentence_classifier', 'pair_classifier', 'shrink_classifier_config']
 
 
-def _embedding(module):
-  """The word-embedding layer (its table is the parameter `embedding`, which the optimiser finds to
-  exclude it from L2 and to scale its gradient)."""
-  return WordEmbedding(module.vocab_size, module.embedding_dim, embedding_init=module.embedding_init,
-                       freeze=module.freeze_embeddings, dropout_rate=module.embedding_dropout,
-                       name='word_embedding')
+LANGUAGE_MODEL_DEFAULTS = {'freeze_embeddings': False, 'embedding_dropout': 0.0, 'embedding_dim': 150,
+                           'hidden_size': 300, 'num_layers': 1, 'cell': 'lstmn', 'memory_span': 0,
+                           'dropout_rate': 0.0}
+SENTENCE_DEFAULTS = {'freeze_embeddings': False, 'embedding_dropout': 0.0, 'embedding_dim': 300,
+                     'hidden_size': 168, 'num_layers': 1, 'cell': 'lstmn', 'mlp_size': 168,
+                     'dropout_rate': 0.5}
+PAIR_DEFAULTS = {'freeze_embeddings': False, 'embedding_dropout': 0.0, 'embedding_dim': 300,
+                 'hidden_size': 100, 'fusion': 'deep', 'cell': 'lstmn', 'mlp_size': 100,
+                 'dropout_rate': 0.2}
 
 
-def _mlp(x, hidden, num_classes, dropout_rate, train):
-  """The papers' 2-layer ReLU classifier with dropout."""
-  x = nn.Dropout(dropout_rate, deterministic=not train)(x)
-  x = nn.relu(nn.Dense(hidden, name='mlp_hidden')(x))
-  x = nn.Dropout(dropout_rate, deterministic=not train)(x)
-  return nn.Dense(num_classes, name='mlp_out')(x)
+def _values(config, defaults, model_name):
+  registry.check_keys(config, defaults, model_name)
+  return {**defaults, **{k: v for k, v in config.items() if k != 'name'}}
+
+
+def _head(values, **extra):
+  return {'embedding_dim': values['embedding_dim'], 'freeze_embeddings': values['freeze_embeddings'],
+          'embedding_dropout': values['embedding_dropout'], 'dropout_rate': values['dropout_rate'],
+          **extra}
 
 
 @registry.register('lstmn.language_model')
-class LanguageModel(nn.Module):
-  """Table 1 language model; returns logits [B, T, V] over the window (context positions excluded).
-
-  `num_classes` is filled in by `models.build` and unused (the output layer spans the vocabulary).
-  """
-  vocab_size: int
-  num_classes: int = 0
-  embedding_init: Optional[Callable[..., Any]] = None
-  freeze_embeddings: bool = False
-  embedding_dropout: float = 0.0
-  embedding_dim: int = 150
-  hidden_size: int = 300
-  num_layers: int = 1
-  cell: str = 'lstmn'
-  memory_span: int = 0  # attend to the last `memory_span` tokens only; 0 (or None) = all of them
-  dropout_rate: float = 0.0
-
-  @nn.compact
-  def __call__(self, batch, *, train: bool = False):
-    tokens = batch['inputs']
-    window = tokens.shape[1]
-    if 'context' in batch:
-      tokens = jnp.concatenate([batch['context'], tokens], axis=1)
-    lengths = jnp.full((tokens.shape[0],), tokens.shape[1], jnp.int32)
-    x = nn.Dropout(self.dropout_rate, deterministic=not train)(_embedding(self)(tokens, deterministic=not train))
-    h, _ = lstmn_lib.StackedLSTMN(self.hidden_size, self.num_layers, self.cell,
-                                  memory_span=self.memory_span or None, dropout_rate=self.dropout_rate,
-                                  name='encoder')(x, lengths, train=train)
-    h = nn.Dropout(self.dropout_rate, deterministic=not train)(h[:, -window:])
-    return nn.Dense(self.vocab_size, name='output')(h)
+def language_model(config, *, vocab_size: int, num_classes: int, embeddings=None):
+  """Table 1 language model: embeddings -> dropout -> `num_layers` LSTMN (or LSTM) layers with skip
+  connections -> dropout -> softmax over the vocabulary; the 'language_model' head over the 'lstmn'
+  encoder. Keys: `LANGUAGE_MODEL_DEFAULTS` (memory_span: attend to the last `memory_span` tokens only,
+  0 = all). Returns logits [B, T, V] over the window (context positions excluded)."""
+  values = _values(config, LANGUAGE_MODEL_DEFAULTS, 'lstmn.language_model')
+  encoder = encoders.LSTMNEncoder(hidden_size=values['hidden_size'], num_layers=values['num_layers'],
+                                  cell=values['cell'], memory_span=values['memory_span'] or 0,
+                                  dropout_rate=values['dropout_rate'])
+  return heads.build_head('language_model', _head(values), vocab_size=vocab_size,
+                          num_classes=num_classes, embeddings=embeddings,
+                          encoders={'encoder': encoder}, model_name='lstmn.language_model')
 
 
 @registry.register('lstmn.sentence_classifier')
-class SentenceClassifier(nn.Module):
-  """Table 2 sentiment classifier: averaged hidden tape -> 2-layer ReLU MLP -> logits [B, C]."""
-  vocab_size: int
-  num_classes: int
-  embedding_init: Optional[Callable[..., Any]] = None
-  freeze_embeddings: bool = False
-  embedding_dropout: float = 0.0
-  embedding_dim: int = 300
-  hidden_size: int = 168
-  num_layers: int = 1
-  cell: str = 'lstmn'
-  mlp_size: int = 168
-  dropout_rate: float = 0.5
-
-  @nn.compact
-  def __call__(self, batch, *, train: bool = False):
-    x = _embedding(self)(batch['tokens'], deterministic=not train)
-    h, _ = lstmn_lib.StackedLSTMN(self.hidden_size, self.num_layers, self.cell, name='encoder')(
-        x, batch['lengths'], train=train)
-    return _mlp(pooling.masked_mean(h, batch['lengths']), self.mlp_size, self.num_classes,
-                self.dropout_rate, train)
+def sentence_classifier(config, *, vocab_size: int, num_classes: int, embeddings=None):
+  """Table 2 sentiment classifier: LSTMN/LSTM encoder -> averaged hidden tape -> 2-layer ReLU MLP
+  (`mlp_size`) with dropout -> logits [B, C]; the 'classifier.sentence' head. Keys: `SENTENCE_DEFAULTS`."""
+  values = _values(config, SENTENCE_DEFAULTS, 'lstmn.sentence_classifier')
+  encoder = encoders.LSTMNEncoder(hidden_size=values['hidden_size'], num_layers=values['num_layers'],
+                                  cell=values['cell'])
+  return heads.build_head('classifier.sentence',
+                          _head(values, pooling='mean', mlp_hidden=values['mlp_size']),
+                          vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings,
+                          encoders={'encoder': encoder}, model_name='lstmn.sentence_classifier')
 
 
 @registry.register('lstmn.pair_classifier')
-class PairClassifier(nn.Module):
-  """Table 3 NLI model: premise LSTMN, hypothesis LSTMN with no / shallow / deep fusion -> MLP."""
-  vocab_size: int
-  num_classes: int
-  embedding_init: Optional[Callable[..., Any]] = None
-  freeze_embeddings: bool = False
-  embedding_dropout: float = 0.0
-  embedding_dim: int = 300
-  hidden_size: int = 100
-  fusion: str = 'deep'
-  cell: str = 'lstmn'
-  mlp_size: int = 100
-  dropout_rate: float = 0.2
-
-  @nn.compact
-  def __call__(self, batch, *, train: bool = False):
-    if self.fusion not in ('none', 'shallow', 'deep'):
-      raise ValueError(f"fusion must be 'none', 'shallow' or 'deep', got {self.fusion!r}")
-    if self.fusion != 'none' and self.cell != 'lstmn':
-      raise ValueError("shallow/deep fusion is defined for cell='lstmn'")
-    p_len, h_len = batch['premise_lengths'], batch['hypothesis_lengths']
-    embed = _embedding(self)
-    premise = embed(batch['premise'], deterministic=not train)
-    hypothesis = embed(batch['hypothesis'], deterministic=not train)
-    p_hidden, p_memory = lstmn_lib.StackedLSTMN(self.hidden_size, 1, self.cell, name='premise_encoder')(
-        premise, p_len, train=train)
-    if self.fusion == 'none':
-      h_hidden, _ = lstmn_lib.StackedLSTMN(self.hidden_size, 1, self.cell, name='hypothesis_encoder')(
-          hypothesis, h_len, train=train)
-    else:
-      h_hidden = lstmn_lib.FusionLSTMN(self.hidden_size, self.fusion, name='hypothesis_decoder')(
-          hypothesis, h_len, p_hidden, p_memory, p_len)
-    features = jnp.concatenate([pooling.masked_mean(p_hidden, p_len),
-                                pooling.masked_mean(h_hidden, h_len)], -1)
-    return _mlp(features, self.mlp_size, self.num_classes, self.dropout_rate, train)
+def pair_classifier(config, *, vocab_size: int, num_classes: int, embeddings=None):
+  """Table 3 NLI model: premise LSTMN, hypothesis LSTMN with no (two independent encoders) / shallow /
+  deep fusion; average pooling of both tapes, concatenated -> 2-layer ReLU MLP; the 'classifier.pair'
+  head with interaction 'concat'. Keys: `PAIR_DEFAULTS`."""
+  values = _values(config, PAIR_DEFAULTS, 'lstmn.pair_classifier')
+  if values['fusion'] not in heads.FUSIONS:
+    raise ValueError(f"fusion must be 'none', 'shallow' or 'deep', got {values['fusion']!r}")
+  if values['fusion'] != 'none' and values['cell'] != 'lstmn':
+    raise ValueError("shallow/deep fusion is defined for cell='lstmn'")
+  make = lambda: encoders.LSTMNEncoder(hidden_size=values['hidden_size'], num_layers=1,
+                                       cell=values['cell'])
+  built = {'encoder': make()}
+  if values['fusion'] == 'none':
+    built['hypothesis_encoder'] = make()
+  return heads.build_head('classifier.pair',
+                          _head(values, pooling='mean', mlp_hidden=values['mlp_size'],
+                                interaction='concat', fusion=values['fusion']),
+                          vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings,
+                          encoders=built, model_name='lstmn.pair_classifier')
 
 
 def shrink_classifier_config(config, *, batch_size: int, keep_embeddings: bool) -> None:

@@ -12,8 +12,9 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import flax.linen as nn
 
-FAMILY_MODULES = ('jax_structured.models.liu_lapata', 'jax_structured.models.parser',
-                  'jax_structured.models.lstmn')
+FAMILY_MODULES = ('jax_structured.models.heads', 'jax_structured.models.liu_lapata',
+                  'jax_structured.models.parser', 'jax_structured.models.lstmn',
+                  'jax_structured.models.luo_zhu')
 
 # Filled in by `build`, never read from the config.
 INJECTED = ('vocab_size', 'num_classes', 'embedding_init')
@@ -96,7 +97,6 @@ def build_module(module_cls: type, config, *, model_name: str, vocab_size: int, 
   `embeddings` (if given) becomes `embedding_init`, after checking its shape against `vocab_size` and
   `config.embedding_dim` (when the model has that field).
   """
-  from jax_structured.nn import embedding as embedding_lib  # pylint: disable=g-import-not-at-top
   fields = config_fields(module_cls)
   check_keys(config, fields, model_name)
   kwargs = {k: config[k] for k in config.keys() if k != 'name'}
@@ -106,13 +106,24 @@ def build_module(module_cls: type, config, *, model_name: str, vocab_size: int, 
   kwargs['vocab_size'] = vocab_size
   kwargs['num_classes'] = num_classes
   if embeddings is not None:
-    shape = getattr(embeddings, 'shape', None)
-    dim = kwargs.get('embedding_dim', fields.get('embedding_dim'))
-    if shape is None or len(shape) != 2 or shape[0] != vocab_size or (dim and shape[1] != dim):
-      raise ValueError(f'{model_name}: embeddings of shape {shape} do not match vocab_size={vocab_size} '
-                       f'and config.model.embedding_dim={dim}')
-    kwargs['embedding_init'] = embedding_lib.pretrained_init(embeddings)
+    kwargs['embedding_init'] = embedding_initializer(
+        embeddings, vocab_size=vocab_size,
+        dim=kwargs.get('embedding_dim', fields.get('embedding_dim')), model_name=model_name)
   return module_cls(**kwargs)
+
+
+def embedding_initializer(embeddings: Any, *, vocab_size: int, dim: Optional[int], model_name: str):
+  """`nn.pretrained_init(embeddings)` after checking its shape [vocab_size, dim].
+
+  Raises:
+    ValueError naming the model, the shape and config.model.embedding_dim.
+  """
+  from jax_structured.nn import embedding as embedding_lib  # pylint: disable=g-import-not-at-top
+  shape = getattr(embeddings, 'shape', None)
+  if shape is None or len(shape) != 2 or shape[0] != vocab_size or (dim and shape[1] != dim):
+    raise ValueError(f'{model_name}: embeddings of shape {shape} do not match vocab_size={vocab_size} '
+                     f'and config.model.embedding_dim={dim}')
+  return embedding_lib.pretrained_init(embeddings)
 
 
 def _import_families():
