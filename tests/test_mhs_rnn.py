@@ -8,7 +8,6 @@ import pytest
 from jax_structured.nn import han
 from jax_structured.nn import mhs_rnn
 
-jax.config.update('jax_enable_x64', False)
 
 E, H = 3, 4
 

@@ -164,9 +164,9 @@ def segment_starts(closed: jax.Array, *, reverse: bool) -> jax.Array:
 def init_gru(module: nn.Module, name: str, input_dim: int, hidden: int) -> GRUParams:
   """GRU parameters `<name>_w_x`, `<name>_w_h` (orthogonal), `<name>_b` of a Linen module."""
   return GRUParams(
-      module.param(f'{name}_w_x', nn.initializers.lecun_normal(), (input_dim, 3 * hidden)),
-      module.param(f'{name}_w_h', nn.initializers.orthogonal(column_axis=-1), (hidden, 3 * hidden)),
-      module.param(f'{name}_b', nn.initializers.zeros, (3 * hidden,)))
+      module.param(f'{name}_w_x', nn.initializers.lecun_normal(), (input_dim, 3 * hidden), jnp.float32),
+      module.param(f'{name}_w_h', nn.initializers.orthogonal(column_axis=-1), (hidden, 3 * hidden), jnp.float32),
+      module.param(f'{name}_b', nn.initializers.zeros, (3 * hidden,), jnp.float32))
 
 
 class ResetBiGRU(nn.Module):
@@ -213,6 +213,6 @@ class SegmentAttention(nn.Module):
       alpha = jnp.where(mask, 1.0 / jnp.maximum(size, 1.0), 0.0)
     else:
       u = jnp.tanh(nn.Dense(self.features or h.shape[-1], name='projection')(h))
-      context = self.param('context', nn.initializers.normal(stddev=0.1), (u.shape[-1],))
+      context = self.param('context', nn.initializers.normal(stddev=0.1), (u.shape[-1],), jnp.float32)
       alpha = segment_softmax(u @ context, ids, mask)
     return segment_sum(h, alpha, ids), alpha

@@ -117,9 +117,9 @@ class HMLSTM(nn.Module):
     for l in range(self.num_layers):
       below = x.shape[-1] if l == 0 else self.hidden_size
       layers.append(HMLayer(
-          self.param(f'layer{l}_w_bottom', nn.initializers.lecun_normal(), (below, width)),
+          self.param(f'layer{l}_w_bottom', nn.initializers.lecun_normal(), (below, width), jnp.float32),
           self.param(f'layer{l}_w_rec', nn.initializers.orthogonal(column_axis=-1),
-                     (self.hidden_size, width)),
-          self.param(f'layer{l}_w_top', nn.initializers.lecun_normal(), (self.hidden_size, width)),
-          self.param(f'layer{l}_b', nn.initializers.zeros, (width,))))
+                     (self.hidden_size, width), jnp.float32),
+          self.param(f'layer{l}_w_top', nn.initializers.lecun_normal(), (self.hidden_size, width), jnp.float32),
+          self.param(f'layer{l}_b', nn.initializers.zeros, (width,), jnp.float32)))
     return hm_lstm_scan(tuple(layers), x, lengths, slope=slope, dynamic_boundaries=dynamic_boundaries)

@@ -154,9 +154,9 @@ def mhs_rnn_scan(params: MHSParams, x: jax.Array, static_boundaries: jax.Array, 
 
 def _lstm_weights(module: nn.Module, name: str, input_dim: int, hidden: int) -> LSTMWeights:
   return LSTMWeights(
-      module.param(f'{name}_w_h', nn.initializers.orthogonal(column_axis=-1), (hidden, 4 * hidden)),
-      module.param(f'{name}_w_x', nn.initializers.lecun_normal(), (input_dim, 4 * hidden)),
-      module.param(f'{name}_b', nn.initializers.zeros, (4 * hidden,)))
+      module.param(f'{name}_w_h', nn.initializers.orthogonal(column_axis=-1), (hidden, 4 * hidden), jnp.float32),
+      module.param(f'{name}_w_x', nn.initializers.lecun_normal(), (input_dim, 4 * hidden), jnp.float32),
+      module.param(f'{name}_b', nn.initializers.zeros, (4 * hidden,), jnp.float32))
 
 
 def init_mhs_params(module: nn.Module, input_dim: int, hidden: int) -> MHSParams:
@@ -165,9 +165,9 @@ def init_mhs_params(module: nn.Module, input_dim: int, hidden: int) -> MHSParams
       _lstm_weights(module, 'word', input_dim, hidden),
       _lstm_weights(module, 'phrase', hidden, hidden),
       _lstm_weights(module, 'sentence', hidden, hidden),
-      module.param('detector_w', nn.initializers.normal(stddev=1.0 / hidden ** 0.5), (hidden,)),
-      module.param('detector_u', nn.initializers.normal(stddev=1.0 / input_dim ** 0.5), (input_dim,)),
-      module.param('detector_b', nn.initializers.zeros, ()))
+      module.param('detector_w', nn.initializers.normal(stddev=1.0 / hidden ** 0.5), (hidden,), jnp.float32),
+      module.param('detector_u', nn.initializers.normal(stddev=1.0 / input_dim ** 0.5), (input_dim,), jnp.float32),
+      module.param('detector_b', nn.initializers.zeros, (), jnp.float32))
 
 
 class MHSRNN(nn.Module):

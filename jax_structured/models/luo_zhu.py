@@ -1,0 +1,432 @@
+"""Luo & Zhu, "Recurrent Neural Networks with Mixed Hierarchical Structures" (MHS-RNN), with its two
+baselines, HAN (Yang et al. 2016: HN-ATT, HN-AVE) and HM-RNN (Chung et al. 2016), as registered encoders,
+and the document model 'luo_zhu.document_classifier' that runs any encoder over whole documents.
+
+Design (why not the 'classifier.document' head): MHS-RNN reads a document as ONE token sequence: its
+word and phrase layers carry their states across sentence ends and the sentence layer is updated inside
+the same scan (sec. III-B). The document head encodes each sentence separately ([B, S, T] words), which
+cuts exactly those paths. So every encoder here takes a FLAT document `x [..., N, E]`, `lengths [...]`
+and the structure input 'boundaries' [..., N] (1 at the last token of each sentence: the static boundary
+p_t of eq. 2); a sentence is the segment ending at a flag, and the last real token always closes one.
+The same input serves HAN (word BiGRU restarted per sentence, attention inside each sentence) so the
+baselines see exactly the same data. Under the generic 'classifier.sentence' head they run wherever the
+batch carries 'boundaries'; 'luo_zhu.document_classifier' builds that flat input on the device from the
+document batches of the `document_classification` / `text_classification(split_sentences=True)` loaders
+(`flatten_documents`: sentence ends -> p_t = 1), so Yelp, Yahoo, Amazon and Debian need no new data
+arrays. The loaders' sentence splitter ends sentences at their final punctuation, which is the token that
+carries p_t = 1 here; punctuation inside a sentence (commas) is an ordinary token the dynamic detector
+may learn to use (the boundary analysis counts exactly that).
+
+Encoders ('boundaries' in STRUCTURE_INPUTS):
+  'mhs_rnn'  sec. III-A/B (`attention=False`): states [h^1_t, h^2_t] [..., N, 2H]; sentence vector: the
+             sentence layer's h^3 after the last token [..., H].
+             sec. III-C..F (`attention=True`): word-phrase attention within each sentence over
+             h^c_t = [h^1_t, h^2_t] (eq. 9), a bidirectional LSTM over the sentence vectors (eq. 10),
+             sentence attention (eq. 11): sentence vector v [..., 2 * sentence_size]; the in-scan
+             sentence layer (eq. 6) is then not used.
+  'han'      Yang et al. (2016): word BiGRU (restarted per sentence) -> attention (HN-ATT) or mean
+             (HN-AVE) per sentence -> sentence BiGRU -> attention / mean: sentence vector [..., 2H].
+  'hm_rnn'   Chung et al. (2016) HM-LSTM, 3 layers with learned boundaries at every layer: states are
+             the layers' h concatenated [..., N, L*H]; sentence vector: those after the last token.
+All sow (with `sow_prefix`) 'boundaries' (z_t; hm_rnn: [..., N, L]), 'boundary_probs' (z~_t) and
+'lengths'; mhs_rnn and han also 'static_boundaries' (the p_t used), 'word_attention'.
+
+Slope annealing (sec. IV-B "we tune the slope a in the range from 1 to 5"; Chung et al.: a grows during
+training): `slope` -> `slope_end` linearly over `slope_anneal_steps` steps, read from the structure key
+'step' (int [], the train step) when the model passes one; without it the slope is `slope`. The forward
+value of every boundary is independent of a (z = 1 iff the detector's pre-activation is > 0): the slope
+only shapes the straight-through gradient, so evaluation never depends on it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Mapping, Optional
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import ml_collections
+
+from jax_structured import nn as jsnn
+from jax_structured.data import loaders
+from jax_structured.models import encoders as encoders_lib
+from jax_structured.models import heads
+from jax_structured.models import registry
+from jax_structured.nn import han as han_lib
+from jax_structured.nn import hm_rnn as hm_lib
+from jax_structured.nn import mhs_rnn as mhs_lib
+from jax_structured.training import config as training_config
+
+
+def annealed_slope(step: Optional[jax.Array], start: float, end: float, steps: int) -> jax.Array:
+  """a(step) = start + (end - start) * min(step / steps, 1); `start` when steps == 0 or step is None."""
+  if not steps or step is None:
+    return jnp.asarray(start, jnp.float32)
+  frac = jnp.minimum(jnp.asarray(step, jnp.float32) / steps, 1.0)
+  return start + (end - start) * frac
+
+
+def _flatten(x, lengths, structure, key='boundaries'):
+  """x [..., N, E] -> [M, N, E], lengths [M], boundaries [M, N] and the leading shape."""
+  if structure is None or key not in structure:
+    raise KeyError(f"this encoder needs the structure input {key!r} [..., N] (1 at the last token of "
+                   "each sentence); use model 'luo_zhu.document_classifier' on document data, or a "
+                   "loader that provides batch['boundaries']")
+  batch_shape, (steps, dim) = x.shape[:-2], x.shape[-2:]
+  bounds = jnp.asarray(structure[key])
+  if bounds.shape != batch_shape + (steps,):
+    raise ValueError(f"structure['{key}'] has shape {bounds.shape}; expected {batch_shape + (steps,)} "
+                     '(one flag per token)')
+  return (x.reshape((-1, steps, dim)), jnp.asarray(lengths, jnp.int32).reshape((-1,)),
+          bounds.reshape((-1, steps)), batch_shape)
+
+
+def _last(states: jax.Array, lengths: jax.Array) -> jax.Array:
+  """states [M, N, D] at position lengths - 1 ([M, D]; 0 for empty sequences)."""
+  index = jnp.maximum(lengths - 1, 0)[:, None, None]
+  out = jnp.take_along_axis(states, index, axis=1)[:, 0]
+  return jnp.where((lengths > 0)[:, None], out, 0.0)
+
+
+class _Boundaries(encoders_lib.Encoder):
+  STRUCTURE_INPUTS: ClassVar[tuple[str, ...]] = ('boundaries',)
+
+  def slope_value(self, structure):
+    return annealed_slope((structure or {}).get('step'), self.slope, self.slope_end,
+                          self.slope_anneal_steps)
+
+
+@encoders_lib.register('mhs_rnn')
+class MHSRNNEncoder(_Boundaries):
+  """MHS-RNN (Luo & Zhu sec. III), with or without the attention of sec. III-C..F (module docstring).
+
+  Attributes:
+    hidden_size: word, phrase and sentence layers (the paper: 50).
+    attention: the word-phrase attention + bidirectional sentence layer + sentence attention.
+    sentence_size: per direction of the sentence BiLSTM with attention (0: hidden_size).
+    attention_size: size of u_t in both attentions (0: the attended vectors' size, as the paper).
+    slope, slope_end, slope_anneal_steps: the hard-sigmoid slope schedule (module docstring).
+  """
+  hidden_size: int = 50
+  attention: bool = True
+  sentence_size: int = 0
+  attention_size: int = 0
+  slope: float = 1.0
+  slope_end: float = 5.0
+  slope_anneal_steps: int = 0
+
+  @nn.compact
+  def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
+    del sow_splits
+    flat_x, flat_len, bounds, batch_shape = _flatten(x, lengths, structure)
+    steps = flat_x.shape[1]
+    ids, closed, num = han_lib.sentence_ids(bounds, flat_len)
+    out = mhs_lib.MHSRNN(self.hidden_size, name='mhs_rnn')(flat_x, closed, flat_len,
+                                                           self.slope_value(structure))
+    states = jnp.concatenate([out.h1, out.h2], -1)  # h^c_t of eq. 9
+    self.sow('intermediates', sow_prefix + 'boundaries', out.z.reshape(batch_shape + (steps,)))
+    self.sow('intermediates', sow_prefix + 'boundary_probs', out.z_prob.reshape(batch_shape + (steps,)))
+    self.sow('intermediates', sow_prefix + 'static_boundaries', closed.reshape(batch_shape + (steps,)))
+    self.sow('intermediates', sow_prefix + 'lengths', flat_len.reshape(batch_shape))
+    if not self.attention:
+      sentence = _last(out.h3, flat_len)
+    else:
+      mask = jsnn.sequence_mask(flat_len, steps)
+      s, alpha = han_lib.SegmentAttention(self.attention_size, name='word_phrase_attention')(
+          states, ids, mask)  # eq. 9
+      self.sow('intermediates', sow_prefix + 'word_attention', alpha.reshape(batch_shape + (steps,)))
+      h3 = jsnn.BiLSTM(self.sentence_size or self.hidden_size, name='sentence_bilstm')(s, num)  # eq. 10
+      sentence = jsnn.AttentionPooling(self.attention_size, name='sentence_attention')(h3, num)  # eq. 11
+    return encoders_lib.EncoderOutput(states.reshape(batch_shape + states.shape[1:]),
+                                      sentence.reshape(batch_shape + sentence.shape[-1:]))
+
+
+@encoders_lib.register('han')
+class HANEncoder(_Boundaries):
+  """Hierarchical attention network (Yang et al. 2016) over flat documents: HN-ATT or HN-AVE.
+
+  Attributes:
+    hidden_size: GRU size per direction at both levels (Yang et al.: 50).
+    attention: attention pooling at both levels (HN-ATT); False: the mean (HN-AVE).
+    attention_size: size of u_t (0: the attended vectors' size, 100 in the paper).
+  """
+  hidden_size: int = 50
+  attention: bool = True
+  attention_size: int = 0
+
+  @nn.compact
+  def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
+    del sow_splits, train
+    flat_x, flat_len, bounds, batch_shape = _flatten(x, lengths, structure)
+    steps = flat_x.shape[1]
+    ids, closed, num = han_lib.sentence_ids(bounds, flat_len)
+    mask = jsnn.sequence_mask(flat_len, steps)
+    words = han_lib.ResetBiGRU(self.hidden_size, name='word_gru')(flat_x, flat_len, closed)
+    mean = not self.attention
+    s, alpha = han_lib.SegmentAttention(self.attention_size, mean=mean, name='word_attention')(
+        words, ids, mask)
+    self.sow('intermediates', sow_prefix + 'word_attention', alpha.reshape(batch_shape + (steps,)))
+    self.sow('intermediates', sow_prefix + 'static_boundaries', closed.reshape(batch_shape + (steps,)))
+    sentences = han_lib.ResetBiGRU(self.hidden_size, name='sentence_gru')(s, num)
+    if mean:
+      v = jsnn.masked_mean(sentences, num)
+    else:
+      v = jsnn.AttentionPooling(self.attention_size, name='sentence_attention')(sentences, num)
+    return encoders_lib.EncoderOutput(words.reshape(batch_shape + words.shape[1:]),
+                                      v.reshape(batch_shape + v.shape[-1:]))
+
+
+@encoders_lib.register('hm_rnn')
+class HMRNNEncoder(_Boundaries):
+  """HM-RNN baseline (Chung et al. 2016): an HM-LSTM with learned boundaries at every layer. It reads
+  the same flat documents; the static 'boundaries' are not used by its equations (the structure is all
+  learned) but are required so that the three models are run on identical batches.
+
+  Attributes:
+    hidden_size: per layer.
+    num_layers: 3 in Luo & Zhu's baseline.
+    slope, slope_end, slope_anneal_steps: the hard-sigmoid slope schedule.
+  """
+  hidden_size: int = 50
+  num_layers: int = 3
+  slope: float = 1.0
+  slope_end: float = 5.0
+  slope_anneal_steps: int = 0
+
+  @nn.compact
+  def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
+    del sow_splits, train
+    flat_x, flat_len, _, batch_shape = _flatten(x, lengths, structure)
+    steps = flat_x.shape[1]
+    out = hm_lib.HMLSTM(self.hidden_size, self.num_layers, name='hm_lstm')(
+        flat_x, flat_len, self.slope_value(structure))
+    states = out.h.reshape(out.h.shape[:2] + (-1,))
+    self.sow('intermediates', sow_prefix + 'boundaries', out.z.reshape(batch_shape + (steps, -1)))
+    self.sow('intermediates', sow_prefix + 'boundary_probs', out.z_prob.reshape(batch_shape + (steps, -1)))
+    self.sow('intermediates', sow_prefix + 'lengths', flat_len.reshape(batch_shape))
+    sentence = _last(states, flat_len)
+    return encoders_lib.EncoderOutput(states.reshape(batch_shape + states.shape[1:]),
+                                      sentence.reshape(batch_shape + sentence.shape[-1:]))
+
+
+# --- Flat documents and the document model ------------------------------------------------------------
+
+
+def flatten_documents(tokens: jax.Array, sentence_lengths: jax.Array, num_sentences: jax.Array,
+                      ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+  """Concatenates each document's sentences into one token sequence.
+
+  Args:
+    tokens: int [B, S, T] (a document batch).
+    sentence_lengths: int [B, S]; slots at or past num_sentences are ignored.
+    num_sentences: int [B].
+
+  Returns:
+    (flat tokens int32 [B, S*T] (0 past the document), lengths int32 [B] (total words),
+     boundaries float32 [B, S*T] (1 at the last word of every sentence),
+     sentence index int32 [B, S*T] (the sentence each flat position came from; S past the end)).
+  """
+  batch, slots, steps = tokens.shape
+  slot_real = jsnn.sequence_mask(num_sentences, slots)
+  lens = jnp.where(slot_real, jnp.asarray(sentence_lengths, jnp.int32), 0)
+  ends = jnp.cumsum(lens, axis=-1)  # [B, S]
+  total = ends[:, -1]
+  n = jnp.arange(slots * steps)
+  sent = jnp.sum(ends[:, None, :] <= n[None, :, None], axis=-1)  # [B, N]
+  sent_c = jnp.minimum(sent, slots - 1)
+  start = jnp.take_along_axis(ends - lens, sent_c, axis=1)
+  pos = n[None, :] - start
+  real = n[None, :] < total[:, None]
+  pos_c = jnp.clip(pos, 0, steps - 1)
+  flat = tokens[jnp.arange(batch)[:, None], sent_c, pos_c]
+  flat = jnp.where(real, flat, 0)
+  last = pos == jnp.take_along_axis(lens, sent_c, axis=1) - 1
+  bounds = jnp.where(real & last, 1.0, 0.0)
+  return flat.astype(jnp.int32), total.astype(jnp.int32), bounds, jnp.where(real, sent, slots)
+
+
+@registry.register('luo_zhu.document_classifier')
+def build_document_classifier(config, *, vocab_size, num_classes, embeddings=None):
+  """Builds `DocumentClassifier` from `config.model` (keys: its fields and the `encoder` section)."""
+  valid = set(registry.config_fields(DocumentClassifier)) - {'encoder'}
+  registry.check_keys({k: None for k in config.keys() if k != 'encoder'}, valid | {'encoder'},
+                      'luo_zhu.document_classifier')
+  if config.get('encoder') is None:
+    raise KeyError("config.model.encoder is missing for 'luo_zhu.document_classifier': e.g. "
+                   "{'name': 'mhs_rnn', 'attention': True}")
+  section = dict(config['encoder'])
+  if section.get('name') in FAMILY:
+    # `variants` switch between this family's encoders by dotted overrides of one section holding the
+    # union of their keys: keys of a sibling encoder are dropped, any other unknown key still fails.
+    siblings = set().union(*(encoders_lib.config_fields(encoders_lib.get(n)) for n in FAMILY))
+    own = set(encoders_lib.config_fields(encoders_lib.get(section['name'])))
+    section = {k: v for k, v in section.items() if k == 'name' or k in own or k not in siblings}
+  encoder = encoders_lib.build(section, name='encoder')
+  kwargs = {k: v for k, v in config.items() if k not in ('name', 'encoder')}
+  init = None
+  if embeddings is not None:
+    init = registry.embedding_initializer(embeddings, vocab_size=vocab_size,
+                                          dim=kwargs.get('embedding_dim', DocumentClassifier.embedding_dim),
+                                          model_name='luo_zhu.document_classifier')
+  return DocumentClassifier(encoder=encoder, vocab_size=vocab_size, num_classes=num_classes,
+                            embedding_init=init, **kwargs)
+
+
+class DocumentClassifier(nn.Module):
+  """Flat-document classifier (Luo & Zhu eq. 12): embed -> `flatten_documents` -> encoder (with
+  'boundaries' and the train 'step') -> pooling -> classifier. Batch: a document batch (`tokens [B, S, T]`,
+  `sentence_lengths [B, S]`, `num_sentences [B]`) or a flat one (`tokens [B, N]`, `lengths [B]`,
+  `boundaries [B, N]`); an optional int `step` is passed to the encoder (slope annealing).
+  Returns logits [B, num_classes]. Sows (prefix 'document_') what the encoder sows plus `tokens`.
+
+  Attributes: as `heads._Head` (encoder, embedding, dropout, mlp_hidden), plus pooling: one of
+  `heads.POOLINGS` ('encoder': the encoder's document vector, the paper's models).
+  """
+  encoder: nn.Module
+  vocab_size: int
+  num_classes: int
+  embedding_init: Optional[Callable[..., Any]] = None
+  embedding_dim: int = 100
+  freeze_embeddings: bool = False
+  embedding_dropout: float = 0.0
+  dropout_rate: float = 0.0
+  mlp_hidden: int = 0
+  pooling: str = 'encoder'
+
+  @nn.compact
+  def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> jax.Array:
+    tokens = jnp.asarray(batch['tokens'])
+    if tokens.ndim == 3:
+      if 'sentence_lengths' not in batch or 'num_sentences' not in batch:
+        raise KeyError("a document batch tokens [B, S, T] needs 'sentence_lengths' and 'num_sentences'")
+      flat, lengths, bounds, _ = flatten_documents(tokens, batch['sentence_lengths'],
+                                                   batch['num_sentences'])
+    elif tokens.ndim == 2:
+      if 'boundaries' not in batch:
+        raise KeyError("a flat batch tokens [B, N] needs batch['boundaries'] [B, N] (1 at the last "
+                       "token of each sentence) for 'luo_zhu.document_classifier'")
+      flat, lengths, bounds = tokens, jnp.asarray(batch['lengths'], jnp.int32), batch['boundaries']
+    else:
+      raise ValueError(f"batch['tokens'] has shape {tokens.shape}: expected [B, S, T] documents or "
+                       '[B, N] flat documents')
+    self.sow('intermediates', 'document_tokens', flat)
+    x = heads.embed(self, flat, train)
+    structure = {'boundaries': bounds}
+    if 'step' in batch:
+      structure['step'] = batch['step']
+    output = self.encoder(x, lengths, structure=structure, train=train, sow_prefix='document_')
+    v = heads.pool(self.pooling, output, lengths, name='pooling')
+    return heads.classify(v, mlp_hidden=self.mlp_hidden, num_classes=self.num_classes,
+                          dropout_rate=self.dropout_rate, train=train)
+
+
+FAMILY = ('mhs_rnn', 'han', 'hm_rnn')
+
+
+# --- Configs (configs/luo_zhu/*.py) -------------------------------------------------------------------
+
+# Table I rows we implement: name -> config.model.encoder overrides.
+VARIANTS = {
+    'mhs_rnn_attention': {'name': 'mhs_rnn', 'attention': True},
+    'mhs_rnn': {'name': 'mhs_rnn', 'attention': False},
+    'hn_att': {'name': 'han', 'attention': True},
+    'hn_ave': {'name': 'han', 'attention': False},
+    'hm_rnn': {'name': 'hm_rnn', 'num_layers': 3},
+}
+
+
+def document_config(loader: str, data: Mapping[str, Any], *, variant: Optional[str] = None,
+                    tiny: bool = False) -> ml_collections.ConfigDict:
+  """The sec. IV-B setting on one data set: 100-d word vectors (the paper: pretrained GloVe; here
+  word2vec trained on train + dev unless `data` names a file), every layer 50-d, batches of 64 documents
+  of similar length (length buckets), SGD with momentum 0.9 (learning rate 0.05, picked on dev as the
+  paper does), 10% of train held out as dev where the data has no dev split, slope annealed 1 -> 5.
+
+  Args:
+    loader: 'document_classification' or 'text_classification' (with split_sentences=True in `data`).
+    data: the data set's loader keys, applied last.
+    variant: a `VARIANTS` row only; None: every row in `config.variants`.
+    tiny: 8-d layers, batches of 8, 20 steps, for a CPU smoke run.
+  """
+  config = ml_collections.ConfigDict()
+  config.seed = 0
+  config.task = 'document'
+  config.parallel = 'shard_map'
+  config.distributed = False
+  config.data = loaders.default_config(loader)
+  data = {'min_count': 6, 'max_sentences': 60, 'max_sentence_length': 80, 'embeddings': 'word2vec',
+          'embedding_dim': 100, 'batch_size': 64, 'validation_fraction': 0.1, **data}
+  unknown = sorted(set(data) - set(config.data))
+  if unknown:
+    raise ValueError(f'data key(s) {unknown} are not keys of the {loader!r} loader: {sorted(config.data)}')
+  config.data.update(data)
+  encoder = {}
+  for name in reversed(FAMILY):  # the union of the family's keys (see build_document_classifier)
+    encoder.update(_encoder_section({'name': name}))
+  config.model = ml_collections.ConfigDict({
+      'name': 'luo_zhu.document_classifier', 'embedding_dim': 100, 'freeze_embeddings': False,
+      'embedding_dropout': 0.0, 'dropout_rate': 0.0, 'mlp_hidden': 0, 'pooling': 'encoder',
+      'encoder': encoder})
+  config.optimizer = training_config.optimizer_defaults()
+  config.optimizer.name = 'sgd'
+  config.optimizer.momentum = 0.9
+  config.optimizer.learning_rate = 0.05
+  config.train = training_config.train_defaults()
+  config.train.update({'num_epochs': 10, 'log_every_steps': 50, 'early_stopping_patience': 3})
+  config.variants = ml_collections.ConfigDict()
+  rows = {name: {'model': {'encoder': _encoder_section(row)}} for name, row in VARIANTS.items()}
+  if variant is None:
+    for name, row in rows.items():
+      config.variants[name] = row
+  else:
+    config.model.encoder.update(rows[variant]['model']['encoder'])
+  if tiny:
+    config.data.embeddings = ''
+    config.data.embedding_dim = 8
+    config.data.batch_size = 8
+    config.model.embedding_dim = 8
+    for section in [config.model.encoder] + [v.model.encoder for v in config.variants.values()]:
+      section.hidden_size = 8
+      if 'slope_anneal_steps' in section:
+        section.slope_anneal_steps = min(section.slope_anneal_steps, 10)
+    config.train.num_epochs = 1
+    config.train.num_steps = 20
+    config.train.eval_every_steps = 0
+    config.train.checkpoint_every_steps = 0
+    config.train.log_every_steps = 10
+  return config
+
+
+def _encoder_section(row: Mapping[str, Any]) -> dict[str, Any]:
+  """A full encoder section: the row's encoder at its defaults, 50-d, slope 1 -> 5."""
+  section = dict(encoders_lib.default_config(row['name']))
+  section.update(row)
+  section['hidden_size'] = 50
+  if 'slope' in section:
+    section.update(slope=1.0, slope_end=5.0, slope_anneal_steps=2000)
+  return section
+
+
+# Table I of Luo & Zhu: test accuracy (%) of the rows we implement, per data set.
+PAPER_TEST_ACCURACY = {
+    'yelp13': {'hn_ave': 65.6, 'hn_att': 66.0, 'hm_rnn': 64.0, 'mhs_rnn': 65.2, 'mhs_rnn_attention': 66.8},
+    'yelp14': {'hn_ave': 67.3, 'hn_att': 68.9, 'hm_rnn': 64.5, 'mhs_rnn': 67.5, 'mhs_rnn_attention': 69.3},
+    'yelp15': {'hn_ave': 67.8, 'hn_att': 69.4, 'hm_rnn': 64.9, 'mhs_rnn': 67.7, 'mhs_rnn_attention': 69.9},
+    'yahoo': {'hn_ave': 71.8, 'hn_att': 73.8, 'hm_rnn': 71.0, 'mhs_rnn': 72.3, 'mhs_rnn_attention': 74.1},
+    'amazon': {'hn_ave': 59.7, 'hn_att': 60.7, 'hm_rnn': 59.0, 'mhs_rnn': 59.7, 'mhs_rnn_attention': 61.2},
+}
+
+
+def dataset_config(dataset: str, options: Optional[str], file: str) -> ml_collections.ConfigDict:
+  """The config of configs/luo_zhu/<dataset>.py: a `document_classification` builder config (Yelp 2013-15,
+  Yahoo Answers, Amazon; upstream files in ~/tensorflow_datasets/downloads/manual/<dataset>, or
+  `--config.data.manual_dir`), or 'debian' (../shared/data/debian_descriptions, `text_classification`
+  split into sentences). Options: one `VARIANTS` row (default: all of them as `variants`), `tiny`."""
+  from jax_structured.models import liu_lapata  # pylint: disable=g-import-not-at-top
+  variant, _, tiny = liu_lapata.parse_options(options, file, sorted(VARIANTS))
+  if dataset == 'debian':
+    return document_config('text_classification', {'manual_dir': '../shared/data/debian_descriptions',
+                                                   'split_sentences': True}, variant=variant, tiny=tiny)
+  import os  # pylint: disable=g-import-not-at-top
+  data = {'config': dataset,
+          'manual_dir': os.path.expanduser(f'~/tensorflow_datasets/downloads/manual/{dataset}')}
+  return document_config('document_classification', data, variant=variant, tiny=tiny)
