@@ -15,6 +15,8 @@ Two layouts:
   (2014) for language modelling with state carried across steps.
 
 Padding inside sequences is 0 (`core.PAD_ID`), except `heads`, padded with -1 (the `trees` convention).
+Sentences with binarised trees also get `tree_children` [B, T - 1, 2], `tree_heights` [B, T - 1] and
+`tree_labels` [B, 2T - 1] (`tree_batching.collate_trees`).
 Lengths are int32, masks float32.
 """
 from __future__ import annotations
@@ -23,6 +25,8 @@ import math
 from typing import Any, Iterator, Sequence
 
 import numpy as np
+
+from jax_structured.data import tree_batching
 
 KINDS = ('sentence', 'document', 'pair', 'lm', 'parse', 'translation')
 
@@ -152,6 +156,8 @@ def collate(examples: Sequence[Example], kind: str, shape: tuple[int, ...]) -> B
       batch['label'] = _labels(examples)
     if 'heads' in examples[0]:
       batch['heads'] = _pad_1d([e['heads'] for e in examples], t, -1)
+    if 'tree_children' in examples[0]:
+      batch.update(tree_batching.collate_trees(examples, t))
     return batch
   if kind == 'parse':
     (t,) = shape
