@@ -8,7 +8,7 @@ Writes CoNLL-U trees, SVG pictures and an HTML index to --output_dir (default <w
 from absl import app
 from absl import flags
 
-from jax_structured.viz import induce
+from jax_structured.analysis import induce
 
 from launch import _errors
 

@@ -5,12 +5,12 @@ Usage:
       [--output_dir=DIR] [--checkpoint=best] [--min_weight=0.05]
 
 Writes `<output_dir>/sentence_*.svg` (one per sentence and LSTMN layer) and `index.html`
-(default output_dir: `<workdir>/attention_<split>`); see `jax_structured.viz.attention`.
+(default output_dir: `<workdir>/attention_<split>`); see `jax_structured.analysis.attention`.
 """
 from absl import app
 from absl import flags
 
-from jax_structured.viz import attention
+from jax_structured.analysis import attention
 
 from launch import _errors
 

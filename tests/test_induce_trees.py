@@ -1,4 +1,4 @@
-"""Tests of tree induction from trained models (`jax_structured.viz.induce`, `launch.induce_trees`)."""
+"""Tests of tree induction from trained models (`jax_structured.analysis.induce`, `launch.induce_trees`)."""
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from jax_structured.viz import induce
+from jax_structured.analysis import induce
 
 # Hand-made trees: (heads, height, projective, depths).
 HAND = [
@@ -112,7 +112,7 @@ def trained_run(tmp_path_factory):
   config.train.eval_every_steps = 4
   config.train.render_trees = 2
   workdir = str(tmp_path_factory.mktemp('run'))
-  results = training.train_and_evaluate(config, workdir)
+  results = training.train_and_evaluate(config, workdir, induce_trees=induce.induce_trees)
   return workdir, results
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import test_training_support as support
+from jax_structured import analysis
 from jax_structured import training
 from jax_structured import trees
 from jax_structured.training import tasks
@@ -210,7 +211,11 @@ def test_render_trees_hook(tmp_path):
   config = support.make_config(**{'train.num_steps': 2, 'train.render_trees': 2})
   with config.unlocked():
     config.variants = {'trees': {}, 'no_trees': {'model': {'sow_trees': False}}}
-  results = training.train_and_evaluate(config, str(tmp_path))
+  with pytest.raises(ValueError, match=r'config.train.render_trees=2 draws induced trees after training, '
+                                       r'which needs the analysis layer: pass induce_trees='):
+    training.train_and_evaluate(config, str(tmp_path))  # before anything trains
+  assert not os.path.exists(tmp_path / 'trees')
+  results = training.train_and_evaluate(config, str(tmp_path), induce_trees=analysis.induce_trees)
   stats = results['trees']['induced_trees']
   assert 'skipped' not in stats and stats['step'] == results['trees']['best_step']
   assert json.load(open(tmp_path / 'trees' / 'metrics.json'))['induced_trees'] == stats

@@ -15,6 +15,7 @@ import pytest
 from jax_structured import data
 from jax_structured import models
 from jax_structured import training
+from jax_structured.analysis import attention as analysis
 from jax_structured.viz import attention as viz
 
 SVG = '{http://www.w3.org/2000/svg}'
@@ -83,7 +84,7 @@ def test_model_attention_of_a_stacked_language_model():
                        vocab_size=10, num_classes=0)
   batch = {'inputs': jnp.array([[1, 2, 3, 4, 5]])}
   variables = model.init(jax.random.PRNGKey(0), batch)
-  att = viz.model_attention(model, variables, batch)
+  att = analysis.model_attention(model, variables, batch)
   assert sorted(att) == ['encoder/layer_0', 'encoder/layer_1']
   for a in att.values():
     assert a.shape == (1, 5, 5)
@@ -94,13 +95,13 @@ def test_model_attention_of_a_stacked_language_model():
   lstm = models.build(ml_collections.ConfigDict(dict(name='lstmn.language_model', embedding_dim=5,
                                                      hidden_size=6, cell='lstm')), vocab_size=10,
                       num_classes=0)
-  assert viz.model_attention(lstm, lstm.init(jax.random.PRNGKey(0), batch), batch) == {}
+  assert analysis.model_attention(lstm, lstm.init(jax.random.PRNGKey(0), batch), batch) == {}
 
 
 def test_sentences_of_an_lm_stream_split_at_eos():
   vocab = data.Vocabulary(['<pad>', '<unk>', '<eos>', 'a', 'b', 'c'])
   stream = vocab.encode(['a', 'b', '<eos>', 'c', '<eos>', 'a', 'c', 'b', '<eos>'])
-  items = viz.sentences_of_split('lm', [{'tokens': stream}], vocab, 2)
+  items = analysis.sentences_of_split('lm', [{'tokens': stream}], vocab, 2)
   assert [i['words']['inputs'] for i in items] == [['a', 'b', '<eos>'], ['c', '<eos>']]
   assert items[0]['batch']['inputs'].shape == (1, 3)
 
@@ -121,7 +122,7 @@ def test_render_attention_from_a_trained_workdir(fixtures_dir, tmp_path):
   workdir = str(tmp_path / 'workdir')
   training.train_and_evaluate(config, workdir)
 
-  result = viz.render_attention(workdir, 'test', num_sentences=2, min_weight=0.0)
+  result = analysis.render_attention(workdir, 'test', num_sentences=2, min_weight=0.0)
   svgs = [f for f in result['files'] if f.endswith('.svg')]
   assert len(svgs) == 2 * 2  # two sentences x two LSTMN layers
   test_examples = data.load(config.data).splits['test'].examples

@@ -70,6 +70,23 @@ def _non_finite(leaves: list[tuple[str, np.ndarray]]) -> str:
   return ', '.join(bad[:5]) + (' ...' if len(bad) > 5 else '')
 
 
+def _key_name(entry: Any) -> str:
+  for attr in ('key', 'name', 'idx'):
+    if hasattr(entry, attr):
+      return str(getattr(entry, attr))
+  return str(entry)
+
+
+def _leaf_shapes(tree: Any) -> dict[str, tuple[int, ...]]:
+  """{'params/encoder/kernel': shape} of every array leaf (dataclass fields, dict keys and tuple
+  indices alike, so a TrainState and the checkpoint's metadata tree of it give the same paths)."""
+  out = {}
+  for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+    if hasattr(leaf, 'shape'):
+      out['/'.join(_key_name(e) for e in path)] = tuple(leaf.shape)
+  return out
+
+
 def _is_primary() -> bool:
   return jax.process_index() == 0
 
@@ -274,6 +291,7 @@ class Checkpoints:
       the fingerprint saved with them (damaged files), or they hold non-finite values.
     """
     path = self.step_path(step)
+    self._check_tree(path, abstract_state)
     try:
       restored = self.manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
@@ -291,6 +309,37 @@ class Checkpoints:
     if bad:  # saved by something other than `save` (which refuses such states)
       raise CheckpointError(f'checkpoint {path} holds non-finite values (a diverged run?) in {bad}')
     return state, meta
+
+  def _check_tree(self, path: str, abstract_state: Any) -> None:
+    """Raises CheckpointError when the arrays saved at `path` are not those of `abstract_state`.
+
+    Compares the paths and shapes of every leaf (parameters, optimiser state, ...) with the
+    checkpoint's metadata, so that a renamed or resized parameter is an error naming it, never a
+    silent partial restore. A checkpoint whose metadata cannot be read is left to `restore`.
+    """
+    try:
+      saved = ocp.StandardCheckpointer().metadata(os.path.join(path, 'state'))
+    except Exception:  # pylint: disable=broad-except  (damaged files: reported by the restore itself)
+      return
+    saved = getattr(saved, 'item_metadata', saved)
+    saved = _leaf_shapes(getattr(saved, 'tree', saved))
+    wanted = _leaf_shapes(abstract_state)
+    if not saved or saved == wanted:
+      return
+    missing = [k for k in wanted if k not in saved]
+    extra = [k for k in saved if k not in wanted]
+    resized = [k for k in wanted if k in saved and saved[k] != wanted[k]]
+    first = lambda keys: sorted(keys, key=lambda k: (not k.startswith('params/'), k))[:5]  # noqa: E731
+    lines = ([f'in the model, not in the checkpoint: {k}' for k in first(missing)]
+             + [f'in the checkpoint, not in the model: {k}' for k in first(extra)]
+             + [f'shape {list(saved[k])} in the checkpoint, {list(wanted[k])} in the model: {k}'
+                for k in first(resized)])
+    raise CheckpointError(
+        f'checkpoint {path} does not fit the model built from {self.workdir}/config.json: '
+        f'{len(missing)} arrays only in the model, {len(extra)} only in the checkpoint, {len(resized)} '
+        'with another shape; first differences:\n  ' + '\n  '.join(lines)
+        + '\nThe model code or the config changed since this checkpoint was written (e.g. renamed '
+        'parameters): retrain into a fresh --workdir, or check out the code that wrote it.')
 
   def close(self) -> None:
     self.manager.close()

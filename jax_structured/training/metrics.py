@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging as std_logging
 import os
 import sys
 import time
 import types
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from absl import logging
 import jax
@@ -111,6 +112,51 @@ from clu import metric_writers  # pylint: disable=g-import-not-at-top,wrong-impo
 from clu import periodic_actions  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
+# Libraries whose INFO logs are their own bookkeeping (Orbax writes ~60 lines per checkpoint, clu
+# repeats every metric, jax reports the platforms it did not find) and their known harmless warnings.
+QUIET_PACKAGES = ('orbax', 'clu', 'jax', 'jaxlib', 'flax', 'optax', 'tensorflow_datasets', 'etils',
+                  'array_record', 'tensorboardX')
+HARMLESS_WARNINGS = ('Given directory is read only',  # Orbax, opening checkpoints to evaluate them
+                     'has no dataset_info.json',  # TFDS, looking at a dataset folder not built yet
+                     )
+_quiet_filter = None
+
+
+class _LibraryLogFilter(std_logging.Filter):
+  """Drops log records below WARNING, and known harmless warnings, logged from `roots` (package
+  directories) unless absl's verbosity asks for debug output (`--verbosity=1`)."""
+
+  def __init__(self, roots: tuple[str, ...]):
+    super().__init__()
+    self.roots = roots
+
+  def filter(self, record: std_logging.LogRecord) -> bool:
+    if not (record.pathname or '').startswith(self.roots) or logging.get_verbosity() > logging.INFO:
+      return True
+    if record.levelno < std_logging.WARNING:
+      return False
+    return not any(text in record.getMessage() for text in HARMLESS_WARNINGS)
+
+
+def quiet_library_logs() -> None:
+  """Keeps the console for the run's progress and results: filters out the INFO logs of
+  `QUIET_PACKAGES` (and their `HARMLESS_WARNINGS`) from absl's handler and logger. Their warnings
+  and errors still show; `--verbosity=1` shows everything again. Idempotent.
+  """
+  global _quiet_filter
+  if _quiet_filter is None:
+    roots = []
+    for name in QUIET_PACKAGES:
+      spec = importlib.util.find_spec(name)
+      for location in (spec.submodule_search_locations or []) if spec else []:
+        roots.append(os.path.join(os.path.realpath(location), ''))
+        roots.append(os.path.join(os.path.abspath(location), ''))
+    _quiet_filter = _LibraryLogFilter(tuple(sorted(set(roots))))
+  for target in (logging.get_absl_handler(), logging.get_absl_logger()):
+    if _quiet_filter not in target.filters:
+      target.addFilter(_quiet_filter)
+
+
 def create_writer(workdir: str):
   """clu's default writer: console logging + TensorBoard event files in `workdir` on process 0."""
   if jax.process_index() > 0:
@@ -123,28 +169,55 @@ def create_writer(workdir: str):
 
 
 class ProgressReport(periodic_actions.ReportProgress):
-  """clu's ReportProgress (steps/s and uptime to the writer, work-unit notes) plus a console line
-  'step 120/1000 (12.0%), 35.2 steps/s, ETA 0:00:25, loss 0.6931, dev accuracy 0.8125'.
+  """Progress every `every_steps` steps: 'steps_per_sec' and 'uptime' to the writer and one console
+  line 'step 120/1000 (12.0%), 35.2 steps/s, ETA 0:00:25, loss 0.6931, dev accuracy 0.8125 (step 100)'.
+
+  Steps/s and the ETA leave out the time of calls that compiled a step for a new batch shape
+  (`compile_seconds`, e.g. `parallel.Runner.compile_seconds`); the line says how long compiling took.
+  `loss` and `dev` are set by the caller (the loop reports after its evaluation, so `dev` is current).
   """
 
-  def __init__(self, *, num_train_steps: int, writer=None, every_steps: int | None = None):
+  def __init__(self, *, num_train_steps: int, writer=None, every_steps: int | None = None,
+               compile_seconds: Callable[[], float] = lambda: 0.0):
     super().__init__(num_train_steps=num_train_steps, writer=writer, every_steps=every_steps,
                      every_secs=None)
     self.loss: float | None = None
     self.dev: str = ''
+    self._compile_seconds = compile_seconds
+    self._compiled_before = 0.0
+
+  def _init_and_check(self, step: int, t: float):
+    if self._previous_step is None:
+      self._compiled_before = self._compile_seconds()
+    super()._init_and_check(step, t)
 
   def _apply(self, step: int, t: float):
-    super()._apply(step, t)
-    rate = (step - self._previous_step) / max(t - self._previous_time, 1e-9)
+    compiled = self._compile_seconds() - self._compiled_before
+    self._compiled_before += compiled
+    rate = (step - self._previous_step) / max(t - self._previous_time - compiled, 1e-9)
     total = self._num_train_steps or 0
     eta = (total - step) / rate if total and rate > 0 else 0.0
     line = f'step {step}/{total} ({100 * step / max(total, 1):.1f}%), {rate:.2f} steps/s, ETA ' \
-           f'{time.strftime("%H:%M:%S", time.gmtime(eta))}'
+           f'{_format_seconds(eta)}'
     if self.loss is not None:
       line += f', loss {self.loss:.4f}'
     if self.dev:
       line += f', {self.dev}'
-    logging.info('%s', line)
+    if compiled >= 0.05:
+      line += f' (compiling steps for new batch shapes: {compiled:.1f} s, not counted in steps/s)'
+    if self._writer is not None:
+      self._writer.write_scalars(step, {'steps_per_sec': rate, 'uptime': time.monotonic() - self._t0})
+    console(line)
+
+
+def _format_seconds(seconds: float) -> str:
+  seconds = int(round(seconds))
+  return f'{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}'
+
+
+def console(line: str) -> None:
+  """Prints `line` on process 0's standard output (the run's console: progress and results)."""
+  if jax.process_index() == 0:
     print(line, flush=True)
 
 

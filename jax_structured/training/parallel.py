@@ -12,6 +12,7 @@ devices (`process_slice`) and assembles the global array with
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any, Callable, Mapping
 
 import jax
@@ -59,6 +60,10 @@ class Runner:
 
   def __init__(self, mode: str, train_step: Callable, eval_step: Callable):
     self.mode = mode
+    # Seconds spent in calls that compiled a step for a new batch shape (such a call is waited for,
+    # so its time is the compilation plus one step): progress reports leave it out of steps/s.
+    self.compile_seconds = 0.0
+    self._compiled: set = set()
     self.mesh = make_mesh(mode)
     self.replicated = NamedSharding(self.mesh, P())
     self.batch_sharding = NamedSharding(self.mesh, P(AXIS))
@@ -127,14 +132,26 @@ class Runner:
                                                       v.shape) for k, v in batch.items()}
 
   # --- steps --------------------------------------------------------------------------------------
+  def _timed_if_new(self, name: str, fn: Callable, *args) -> Any:
+    """`fn(*args)`; the first call with a batch shape (args[1]) is waited for and its time added to
+    `compile_seconds`."""
+    key = (name,) + tuple(sorted((k, tuple(v.shape), str(v.dtype)) for k, v in args[1].items()))
+    if key in self._compiled:
+      return fn(*args)
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    self.compile_seconds += time.perf_counter() - start
+    self._compiled.add(key)
+    return out
+
   def train(self, state: Any, batch: Mapping[str, Any], rng: jax.Array) -> tuple[Any, Any]:
-    state, metrics = self._train(state, batch, rng)
+    state, metrics = self._timed_if_new('train', self._train, state, batch, rng)
     if self.mode == 'pmap':
       metrics = jax.tree.map(lambda x: x[0], metrics)
     return state, metrics
 
   def evaluate(self, state: Any, batch: Mapping[str, Any]) -> Any:
-    metrics = self._eval(state, batch)
+    metrics = self._timed_if_new('eval', self._eval, state, batch)
     if self.mode == 'pmap':
       metrics = jax.tree.map(lambda x: x[0], metrics)
     return metrics

@@ -8,7 +8,9 @@ variant into `<workdir>/<name>` and writes a side-by-side comparison.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
 import math
 import os
 import time
@@ -27,7 +29,6 @@ from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks as tasks_lib
-from jax_structured.viz import induce
 
 EVAL_SPLITS = ('validation', 'test')
 
@@ -124,6 +125,7 @@ class LoopState:
   evals_since_best: int = 0
   history: list = dataclasses.field(default_factory=list)
   plateau: dict = dataclasses.field(default_factory=dict)
+  train_seconds: float = 0.0  # wall time of the training loop over all sessions, up to the last save
 
 
 @dataclasses.dataclass
@@ -164,9 +166,10 @@ def evaluate_split(setup: _Setup, state: Any, split, batch_size: int) -> dict[st
   acc = metrics_lib.Accumulator()
   task_name = setup.config.get('task') or setup.task_data.kind
   for i, batch in enumerate(split.batches(batch_size, shuffle=False, num_shards=setup.runner.num_shards)):
-    check_batch(batch, where=f'{split.name} batch {i}', num_classes=setup.task_data.num_classes,
-                task_name=task_name)
-    acc.add(setup.runner.evaluate(state, setup.runner.shard_batch(batch)))
+    where = f'{split.name} batch {i}'
+    check_batch(batch, where=where, num_classes=setup.task_data.num_classes, task_name=task_name)
+    with _out_of_memory_names(setup.config, f'the evaluation of {where}', [_shapes(batch)], eval_batch=True):
+      acc.add(setup.runner.evaluate(state, setup.runner.shard_batch(batch)))
   sums = acc.result()
   if not sums:
     raise ValueError(f'split {split.name!r} produced no batches')
@@ -188,27 +191,81 @@ def _set_scalar(runner: parallel.Runner, state: Any, **values) -> Any:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
-                       hooks: Iterable[Callable[[int], None]] = ()) -> dict[str, Any]:
+                       hooks: Iterable[Callable[[int], None]] = (),
+                       induce_trees: Callable[..., dict] | None = None) -> dict[str, Any]:
   """Trains `config` into `workdir` (resuming when it holds checkpoints); returns the final metrics.
 
   Args:
     config: the experiment config (see `training.config` for the keys read here).
     workdir: run directory (checkpoints, event files, config, vocabulary, metrics.json).
     hooks: callables `hook(step)` run after every training step (after evaluation/checkpointing).
+    induce_trees: `analysis.induce_trees` (or a function with its signature), called after training
+      as `induce_trees(workdir, split='test', num_pictures=config.train.render_trees)` when
+      `config.train.render_trees > 0`; its statistics go to metrics.json under 'induced_trees'.
+      It is passed in because the analysis of trained workdirs is a layer above training.
 
   Returns:
     {'validation': {...}, 'test': {...}, 'best_step', 'dev_metric', 'steps', ...}; with
     `config.variants`: {variant name: that dict}.
+
+  Raises:
+    ValueError before training when `config.train.render_trees > 0` and no `induce_trees` is given;
+    DeviceMemoryError naming the batch shape and the config keys that bound it when the device runs
+    out of memory.
   """
+  metrics_lib.quiet_library_logs()
   maybe_initialize_distributed(config)
   if config.get('variants'):
-    return train_variants(config, workdir, hooks=hooks)
-  return _train(config, workdir, hooks=hooks)
+    return train_variants(config, workdir, hooks=hooks, induce_trees=induce_trees)
+  return _train(config, workdir, hooks=hooks, induce_trees=induce_trees)
 
 
-def _train(config, workdir, *, hooks) -> dict[str, Any]:
+def _train(config, workdir, *, hooks=(), induce_trees=None) -> dict[str, Any]:
+  """One run: prepare, restore or start, train with periodic evaluation, final evaluation, files."""
+  _check_render_trees(config, induce_trees)
+  run = _prepare(config, workdir)
+  with ckpt_lib.Checkpoints(workdir, dev_metric=run.setup.task.dev_metric,
+                             higher_is_better=run.setup.task.higher_is_better) as ckpts:
+    loop = _TrainLoop(run, ckpts, workdir)  # restores the latest checkpoint, if any
+    _write_run_files(run, workdir)
+    loop.train(hooks)
+    results = _final_evaluation(run.setup, ckpts, run.task_data, run.eval_batch_size)
+    results.update(loop.summary(previous=_read_metrics(workdir)))
+    loop.close(results)
+  if run.train_cfg.render_trees:  # reads the closed checkpoints
+    results['induced_trees'] = _render_trees(induce_trees, workdir, run.train_cfg.render_trees)
+  results = metrics_lib.jsonable(results)  # returned exactly as metrics.json reads back
+  metrics_lib.write_json(os.path.join(workdir, 'metrics.json'), results)
+  return results
+
+
+def _check_render_trees(config, induce_trees) -> None:
+  render = config_lib.train_config(config).render_trees
+  if render and induce_trees is None:
+    raise ValueError(f'config.train.render_trees={render} draws induced trees after training, which '
+                     'needs the analysis layer: pass induce_trees=jax_structured.analysis.induce_trees '
+                     '(launch.train does), or set config.train.render_trees=0')
+
+
+@dataclasses.dataclass
+class _Run:
+  """What one training run reads: the config's sections, the data, the model setup and sizes."""
+  config: ml_collections.ConfigDict
+  opt_cfg: ml_collections.ConfigDict
+  train_cfg: ml_collections.ConfigDict
+  task_data: Any
+  setup: _Setup
+  sample: dict
+  batch_size: int
+  eval_batch_size: int
+  steps_per_epoch: int
+  total_steps: int
+  task_name: str
+
+
+def _prepare(config, workdir) -> _Run:
+  """Checks the config against the workdir, loads the data, builds the model, optimiser and steps."""
   from jax_structured import data  # pylint: disable=g-import-not-at-top
-  opt_cfg = config_lib.optimizer_config(config)
   train_cfg = config_lib.train_config(config)
   mode = config_lib.parallel_mode(config)
   if mode == 'none' and jax.process_count() > 1:
@@ -216,7 +273,6 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
                      f"{jax.process_count()} processes: use 'shard_map' (or 'pmap')")
   os.makedirs(workdir, exist_ok=True)
   ckpt_lib.check_config(workdir, config)
-
   task_data = data.load(config.data)
   for name in ('train', 'validation'):
     if name not in task_data.splits:
@@ -224,169 +280,216 @@ def _train(config, workdir, *, hooks) -> dict[str, Any]:
                      f'(splits: {sorted(task_data.splits)})')
   train_split = task_data.splits['train']
   batch_size = int(config.data.batch_size)
-  eval_batch_size = train_cfg.eval_batch_size or batch_size
-  num_shards = parallel.make_mesh(mode).devices.size
-  steps_per_epoch = _num_batches(train_split, batch_size, num_shards)
+  steps_per_epoch = _num_batches(train_split, batch_size, parallel.make_mesh(mode).devices.size)
   if steps_per_epoch == 0:
     raise ValueError(f'the train split of {config.data.name!r} is empty')
   total_steps = train_cfg.num_steps or train_cfg.num_epochs * steps_per_epoch
   sample = _model_init_sample(train_split, batch_size)
   setup = _setup(config, task_data, sample=sample, mode=mode, total_steps=total_steps)
-  task, runner = setup.task, setup.runner
-  task_name = config.get('task') or task_data.kind
+  return _Run(config, config_lib.optimizer_config(config), train_cfg, task_data, setup, sample, batch_size,
+              train_cfg.eval_batch_size or batch_size, steps_per_epoch, total_steps,
+              config.get('task') or task_data.kind)
 
-  with ckpt_lib.Checkpoints(workdir, dev_metric=task.dev_metric,
-                             higher_is_better=task.higher_is_better) as ckpts:
-    loop = LoopState()
-    plateau = optimizers.Plateau(opt_cfg.plateau_factor, opt_cfg.plateau_patience, opt_cfg.plateau_threshold,
-                                 task.higher_is_better)
-    state = setup.state
-    latest = ckpts.latest_step()
-    if latest is not None:
-      state, meta = ckpts.restore(latest, _abstract_like(state, runner.replicated))
-      loop = LoopState(**meta['loop'])
-      plateau.restore(loop.plateau)
-      logging.info('resumed from %s (step %d, epoch %d, batch %d)', ckpts.step_path(latest), latest,
-                   loop.epoch, loop.batch_in_epoch)
-    ckpt_lib.write_config(workdir, config)
-    ckpt_lib.write_run_files(
-        workdir, vocab=task_data.vocab, label_names=task_data.label_names, extras=task_data.extras,
-        run_info={'kind': task_data.kind, 'task': task_name, 'num_classes': task_data.num_classes,
-                  'vocab_size': len(task_data.vocab), 'dev_metric': task.dev_metric,
-                  'higher_is_better': task.higher_is_better, 'batch_spec': _batch_spec(sample),
-                  'embeddings_shape': (None if task_data.embeddings is None
-                                       else list(np.shape(task_data.embeddings)))})
 
-    writer = metrics_lib.create_writer(workdir)
-    if latest is None:
-      writer.write_hparams(config_lib.flatten(config_lib.to_dict(config)))
-    progress = metrics_lib.ProgressReport(num_train_steps=total_steps, writer=writer,
-                                          every_steps=train_cfg.log_every_steps)
-    dev_state = runner.place(state)
-    rng = runner.put_rng(jax.random.fold_in(jax.random.PRNGKey(config.seed), 2))
-    step = int(parallel.to_host(state.step))
-    # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a bug
-    # (jax.pmap itself transfers a scalar per call, so its driver is exempt).
-    guard = 'allow' if mode == 'pmap' else 'disallow'
-    pending: list[Any] = []  # device metrics of steps not yet logged
-    last_saved = latest
-    stop = step >= total_steps
-    t_start, step_start = time.time(), step
+def _write_run_files(run: _Run, workdir: str) -> None:
+  """config.json / config.py, vocabulary, labels, extras and run.json (what restoring needs)."""
+  task, task_data = run.setup.task, run.task_data
+  ckpt_lib.write_config(workdir, run.config)
+  ckpt_lib.write_run_files(
+      workdir, vocab=task_data.vocab, label_names=task_data.label_names, extras=task_data.extras,
+      run_info={'kind': task_data.kind, 'task': run.task_name, 'num_classes': task_data.num_classes,
+                'vocab_size': len(task_data.vocab), 'dev_metric': task.dev_metric,
+                'higher_is_better': task.higher_is_better, 'batch_spec': _batch_spec(run.sample),
+                'embeddings_shape': (None if task_data.embeddings is None
+                                     else list(np.shape(task_data.embeddings)))})
 
-    logged_step = step
 
-    def log_train():
-      """Writes the train metrics of the steps since the last call; raises if they are not finite."""
-      nonlocal logged_step
-      acc = metrics_lib.Accumulator()
-      for m in pending:
-        acc.add(m)
-      pending.clear()
-      summary = task.summarize({k: v for k, v in acc.result().items() if k != 'grad_norm'})
-      norms = acc.result().get('grad_norm')
-      scalars = {f'train/{k}': v for k, v in summary.items()}
-      if norms:
-        scalars['train/grad_norm'] = norms[0] / norms[1]
-      diverged = {k: v for k, v in scalars.items() if k in ('train/loss', 'train/grad_norm')
-                  and not math.isfinite(v)}
-      if diverged:  # before the state of these steps is ever saved
-        raise FloatingPointError(
-            f'training diverged: {", ".join(f"{k} = {v}" for k, v in diverged.items())} over steps '
-            f'{logged_step + 1}-{step}. '
-            + (f'Nothing after step {last_saved} was saved: the checkpoints in {workdir} hold finite '
-               'states. ' if last_saved is not None else 'Nothing was saved. ')
-            + 'Lower optimizer.learning_rate, set optimizer.clip_norm, or check the data of those '
-            'steps (a changed config trains into a fresh --workdir).')
-      scalars['train/learning_rate'] = float(setup.schedule(step - 1)) * plateau.scale
-      writer.write_scalars(step, scalars)
-      progress.loss = summary.get('loss')
-      logged_step = step
+class _TrainLoop:
+  """The training loop of one run: steps, train logging, evaluation, checkpoints, early stopping.
 
-    def save(metrics_for_best=None):
-      nonlocal last_saved
-      if pending:
-        log_train()  # checks the unsaved steps for divergence first
-      loop.plateau = plateau.state()
-      ckpts.save(step, runner.canonical(dev_state), {'loop': dataclasses.asdict(loop)}, metrics_for_best)
-      last_saved = step
+  `train(hooks)` runs epochs of `_step` until `total_steps` or early stopping; after each step it
+  logs the train metrics every `train.log_every_steps`, evaluates on dev (and saves) every
+  `train.eval_every_steps` or epoch, saves every `train.checkpoint_every_steps`, and reports progress.
+  """
 
-    def do_eval() -> bool:
-      """Evaluates on dev, updates best / plateau / early stopping, saves; True to stop."""
-      nonlocal dev_state
-      with progress.timed('eval'):
-        dev = evaluate_split(setup, dev_state, task_data.splits['validation'], eval_batch_size)
-      value = dev[task.dev_metric]
-      if task.is_better(value, loop.best):
-        loop.best, loop.best_step, loop.evals_since_best = value, step, 0
-      else:
-        loop.evals_since_best += 1
-      old_scale = plateau.scale
-      if plateau.update(value) != old_scale:
-        logging.info('dev %s did not improve: learning rate scale %.4g -> %.4g', task.dev_metric,
-                     old_scale, plateau.scale)
-        dev_state = _set_scalar(runner, dev_state, lr_scale=plateau.scale)
-      loop.history.append({'step': step, 'epoch': loop.epoch, **dev})
-      writer.write_scalars(step, {f'dev/{k}': v for k, v in dev.items()})
-      progress.dev = f'dev {task.dev_metric} {value:.4f}'
-      save({task.dev_metric: value} if not math.isnan(value) else None)
-      patience = train_cfg.early_stopping_patience
-      if patience and loop.evals_since_best >= patience:
-        logging.info('early stopping at step %d: no dev improvement in %d evaluations', step, patience)
-        return True
-      return False
+  def __init__(self, run: _Run, ckpts, workdir: str):
+    self.run, self.ckpts, self.workdir = run, ckpts, workdir
+    setup, opt_cfg = run.setup, run.opt_cfg
+    self.task, self.runner = setup.task, setup.runner
+    self.plateau = optimizers.Plateau(opt_cfg.plateau_factor, opt_cfg.plateau_patience,
+                                      opt_cfg.plateau_threshold, self.task.higher_is_better)
+    self.loop, state = LoopState(), setup.state
+    self.last_saved = ckpts.latest_step()
+    if self.last_saved is not None:
+      state, meta = ckpts.restore(self.last_saved, _abstract_like(state, self.runner.replicated))
+      self.loop = LoopState(**meta['loop'])
+      self.plateau.restore(self.loop.plateau)
+      logging.info('resumed from %s (step %d, epoch %d, batch %d)', ckpts.step_path(self.last_saved),
+                   self.last_saved, self.loop.epoch, self.loop.batch_in_epoch)
+    self.writer = metrics_lib.create_writer(workdir)
+    if self.last_saved is None:
+      self.writer.write_hparams(config_lib.flatten(config_lib.to_dict(run.config)))
+    self.progress = metrics_lib.ProgressReport(
+        num_train_steps=run.total_steps, writer=self.writer, every_steps=run.train_cfg.log_every_steps,
+        compile_seconds=lambda: self.runner.compile_seconds)
+    self.state = self.runner.place(state)
+    self.rng = self.runner.put_rng(jax.random.fold_in(jax.random.PRNGKey(run.config.seed), 2))
+    self.step = self.step_start = self.logged_step = int(parallel.to_host(state.step))
+    self.pending: list[tuple[Any, dict]] = []  # (device metrics, batch shapes) of steps not yet logged
+    self.t_start = time.time()
+    self.seconds_before = self.loop.train_seconds  # of earlier sessions of this run
 
+  def train(self, hooks) -> None:
+    run, cfg = self.run, self.run.train_cfg
+    stop = self.step >= run.total_steps
     while not stop:
-      dev_state = _set_scalar(runner, dev_state, embed_scale=optimizers.embedding_scale(opt_cfg, loop.epoch))
-      batches = train_split.batches(batch_size, shuffle=train_cfg.shuffle, seed=config.seed,
-                                    epoch=loop.epoch, num_shards=runner.num_shards)
-      for i, batch in enumerate(batches):
-        if i < loop.batch_in_epoch:
+      self.state = _set_scalar(self.runner, self.state,
+                               embed_scale=optimizers.embedding_scale(run.opt_cfg, self.loop.epoch))
+      for i, batch in enumerate(run.task_data.splits['train'].batches(
+          run.batch_size, shuffle=cfg.shuffle, seed=run.config.seed, epoch=self.loop.epoch,
+          num_shards=self.runner.num_shards)):
+        if i < self.loop.batch_in_epoch:
           continue  # resuming inside this epoch: same order, skip what was done
-        check_batch(batch, where=f'train epoch {loop.epoch} batch {i}', num_classes=task_data.num_classes,
-                    task_name=task_name)
-        device_batch = runner.shard_batch(batch)
-        with jax.transfer_guard_host_to_device(guard):
-          dev_state, step_metrics = runner.train(dev_state, device_batch, rng)
-        pending.append(step_metrics)
-        step += 1
-        loop.batch_in_epoch = i + 1
-        epoch_end = loop.batch_in_epoch >= steps_per_epoch
-        if epoch_end:  # the saved position is the start of the next epoch
-          loop.epoch, loop.batch_in_epoch = loop.epoch + 1, 0
-        progress(step)
-        if step % train_cfg.log_every_steps == 0 or step >= total_steps:
-          log_train()
-        if ((train_cfg.eval_every_steps and step % train_cfg.eval_every_steps == 0)
-            or (not train_cfg.eval_every_steps and epoch_end) or step >= total_steps):
-          stop = do_eval() or step >= total_steps  # evaluates and saves
-        elif train_cfg.checkpoint_every_steps and step % train_cfg.checkpoint_every_steps == 0:
-          save()
+        epoch_end = self._step(i, batch)
+        if self.step % cfg.log_every_steps == 0 or self.step >= run.total_steps:
+          self._log_train()
+        if ((cfg.eval_every_steps and self.step % cfg.eval_every_steps == 0)
+            or (not cfg.eval_every_steps and epoch_end) or self.step >= run.total_steps):
+          stop = self._evaluate() or self.step >= run.total_steps  # evaluates and saves
+        elif cfg.checkpoint_every_steps and self.step % cfg.checkpoint_every_steps == 0:
+          self._save()
+        self.progress(self.step)  # after the evaluation: the line shows this step's dev metric
         for hook in hooks:
-          hook(step)
+          hook(self.step)
         if stop or epoch_end:
           break
       else:  # every full epoch breaks at epoch_end above
-        raise RuntimeError(f'train epoch {loop.epoch} gave {loop.batch_in_epoch} batches, expected '
-                           f'{steps_per_epoch}: the split\'s num_batches disagrees with its batches')
-    if pending:
-      log_train()
-    if not loop.history:
-      do_eval()  # resumed a run that had stopped before its first evaluation
-    train_seconds = time.time() - t_start
+        raise RuntimeError(f'train epoch {self.loop.epoch} gave {self.loop.batch_in_epoch} batches, '
+                           f'expected {run.steps_per_epoch}: the split\'s num_batches disagrees with its '
+                           'batches')
+    if self.pending:
+      self._log_train()
+    if not self.loop.history:
+      self._evaluate()  # resumed a run that had stopped before its first evaluation
 
-    results = _final_evaluation(setup, ckpts, task_data, eval_batch_size)
-    results.update({'dev_metric': task.dev_metric, 'higher_is_better': task.higher_is_better,
-                    'steps': step, 'epochs_completed': loop.epoch, 'history': loop.history,
-                    'train_seconds': train_seconds,
-                    'steps_per_second': (step - step_start) / train_seconds if train_seconds > 0 else None})
-    writer.write_scalars(step, {f'final/{split}/{k}': v for split in EVAL_SPLITS if split in results
-                                for k, v in results[split].items()})
-    writer.flush()
-    writer.close()
-  results.update(_after_training(config, workdir, train_cfg))  # reads the closed checkpoints
-  results = metrics_lib.jsonable(results)  # returned exactly as metrics.json reads back
-  metrics_lib.write_json(os.path.join(workdir, 'metrics.json'), results)
-  return results
+  def _step(self, i: int, batch: Mapping[str, np.ndarray]) -> bool:
+    """One train step on batch `i` of the epoch; True when it ends the epoch."""
+    run = self.run
+    check_batch(batch, where=f'train epoch {self.loop.epoch} batch {i}',
+                num_classes=run.task_data.num_classes, task_name=run.task_name)
+    shapes = _shapes(batch)
+    with _out_of_memory_names(run.config, f'the train step {self.step + 1}', [shapes]):
+      device_batch = self.runner.shard_batch(batch)
+      # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a
+      # bug (jax.pmap itself transfers a scalar per call, so its driver is exempt).
+      with jax.transfer_guard_host_to_device('allow' if self.runner.mode == 'pmap' else 'disallow'):
+        self.state, metrics = self.runner.train(self.state, device_batch, self.rng)
+    self.pending.append((metrics, shapes))
+    self.step += 1
+    self.loop.batch_in_epoch = i + 1
+    if self.loop.batch_in_epoch < run.steps_per_epoch:
+      return False
+    self.loop.epoch, self.loop.batch_in_epoch = self.loop.epoch + 1, 0  # saved: the next epoch's start
+    return True
+
+  def _log_train(self) -> None:
+    """Writes the train metrics of the steps since the last call; raises if they are not finite."""
+    acc = metrics_lib.Accumulator()
+    steps = f'steps {self.logged_step + 1}-{self.step}'
+    with _out_of_memory_names(self.run.config, f'the train {steps}', [s for _, s in self.pending]):
+      for metrics, _ in self.pending:
+        acc.add(metrics)  # waits for the steps: a deferred device error surfaces here
+    self.pending.clear()
+    sums = acc.result()
+    summary = self.task.summarize({k: v for k, v in sums.items() if k != 'grad_norm'})
+    scalars = {f'train/{k}': v for k, v in summary.items()}
+    if sums.get('grad_norm'):
+      scalars['train/grad_norm'] = sums['grad_norm'][0] / sums['grad_norm'][1]
+    diverged = {k: v for k, v in scalars.items() if k in ('train/loss', 'train/grad_norm')
+                and not math.isfinite(v)}
+    if diverged:  # before the state of these steps is ever saved
+      raise FloatingPointError(
+          f'training diverged: {", ".join(f"{k} = {v}" for k, v in diverged.items())} over {steps}. '
+          + (f'Nothing after step {self.last_saved} was saved: the checkpoints in {self.workdir} hold '
+             'finite states. ' if self.last_saved is not None else 'Nothing was saved. ')
+          + 'Lower optimizer.learning_rate, set optimizer.clip_norm, or check the data of those '
+          'steps (a changed config trains into a fresh --workdir).')
+    scalars['train/learning_rate'] = float(self.run.setup.schedule(self.step - 1)) * self.plateau.scale
+    self.writer.write_scalars(self.step, scalars)
+    self.progress.loss = summary.get('loss')
+    self.logged_step = self.step
+
+  def _save(self, metrics_for_best=None) -> None:
+    if self.pending:
+      self._log_train()  # checks the unsaved steps for divergence first
+    self.loop.plateau = self.plateau.state()
+    self.loop.train_seconds = self.seconds_before + time.time() - self.t_start
+    self.ckpts.save(self.step, self.runner.canonical(self.state), {'loop': dataclasses.asdict(self.loop)},
+                    metrics_for_best)
+    self.last_saved = self.step
+
+  def _evaluate(self) -> bool:
+    """Evaluates on dev, updates best / plateau / early stopping, saves; True to stop."""
+    task, loop, metric = self.task, self.loop, self.task.dev_metric
+    with self.progress.timed('eval'):
+      dev = evaluate_split(self.run.setup, self.state, self.run.task_data.splits['validation'],
+                           self.run.eval_batch_size)
+    value = dev[metric]
+    if task.is_better(value, loop.best):
+      loop.best, loop.best_step, loop.evals_since_best = value, self.step, 0
+    else:
+      loop.evals_since_best += 1
+    old_scale = self.plateau.scale
+    if self.plateau.update(value) != old_scale:
+      logging.info('dev %s did not improve: learning rate scale %.4g -> %.4g', metric, old_scale,
+                   self.plateau.scale)
+      self.state = _set_scalar(self.runner, self.state, lr_scale=self.plateau.scale)
+    loop.history.append({'step': self.step, 'epoch': loop.epoch, **dev})
+    self.writer.write_scalars(self.step, {f'dev/{k}': v for k, v in dev.items()})
+    self.progress.dev = f'dev {metric} {value:.4f} (step {self.step})'
+    metrics_lib.console(f'step {self.step}: dev ' + ', '.join(f'{k} {v:.4f}' for k, v in dev.items())
+                        + f' (best {metric} {loop.best:.4f} at step {loop.best_step})')
+    self._save({metric: value} if not math.isnan(value) else None)
+    patience = self.run.train_cfg.early_stopping_patience
+    if patience and loop.evals_since_best >= patience:
+      logging.info('early stopping at step %d: no dev improvement in %d evaluations', self.step, patience)
+      return True
+    return False
+
+  def summary(self, previous: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The loop's figures for metrics.json: steps, history and the training time of all sessions.
+
+    A session that trains no step (re-running a finished workdir) keeps the training figures: from
+    the checkpoint, or from `previous` (the metrics.json of a run saved before the checkpoints kept
+    the training time).
+    """
+    seconds = self.loop.train_seconds  # up to the last save, which the last step's evaluation made
+    if self.last_saved != self.step:
+      seconds = self.seconds_before + time.time() - self.t_start
+    out = {'dev_metric': self.task.dev_metric, 'higher_is_better': self.task.higher_is_better,
+           'steps': self.step, 'epochs_completed': self.loop.epoch, 'history': self.loop.history,
+           'train_seconds': seconds, 'steps_per_second': self.step / seconds if seconds > 0 else None}
+    if seconds <= 0 and previous and previous.get('steps') == self.step:
+      out.update({k: previous[k] for k in ('train_seconds', 'steps_per_second') if k in previous})
+    return out
+
+  def close(self, results: Mapping[str, Any]) -> None:
+    self.writer.write_scalars(self.step, {f'final/{split}/{k}': v for split in EVAL_SPLITS
+                                          if split in results for k, v in results[split].items()})
+    self.writer.flush()
+    self.writer.close()
+
+
+def _read_metrics(workdir: str) -> dict[str, Any] | None:
+  """The metrics.json a previous session wrote, or None."""
+  path = os.path.join(workdir, 'metrics.json')
+  if not os.path.exists(path):
+    return None
+  try:
+    with open(path, encoding='utf-8') as f:
+      return json.load(f)
+  except (OSError, json.JSONDecodeError):
+    return None
 
 
 def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int) -> dict:
@@ -401,22 +504,60 @@ def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int) -> dict:
   return results
 
 
-def _after_training(config, workdir: str, train_cfg) -> dict[str, Any]:
-  """The render_trees hook: `viz.induce.induce_trees` statistics for metrics.json."""
-  if not train_cfg.render_trees:
-    return {}
+def _render_trees(induce_trees: Callable[..., dict], workdir: str, num_pictures: int) -> dict[str, Any]:
+  """`induce_trees(workdir, split='test', num_pictures=...)` statistics for metrics.json."""
   try:
-    stats = induce.induce_trees(workdir, split='test', num_pictures=train_cfg.render_trees)
+    return induce_trees(workdir, split='test', num_pictures=num_pictures)
   except ValueError as e:  # e.g. a variant without attention scores: nothing to decode
     logging.warning('config.train.render_trees: no trees induced for %s: %s', workdir, e)
-    return {'induced_trees': {'skipped': str(e)}}
-  return {'induced_trees': stats}
+    return {'skipped': str(e)}
+
+
+# --- out of device memory ---------------------------------------------------------------------------
+
+class DeviceMemoryError(MemoryError):
+  """The accelerator ran out of memory (XLA RESOURCE_EXHAUSTED); the message names the batch shapes
+  and the config keys that bound them."""
+
+
+# Config keys that bound the shape of a batch (those present in `config.data` are named).
+_BATCH_SHAPE_KEYS = ('batch_size', 'bucket_boundaries', 'max_length', 'max_sentences',
+                     'max_sentence_length', 'max_chars', 'context')
+
+
+def _shapes(batch: Mapping[str, Any]) -> dict[str, tuple]:
+  return {k: tuple(np.shape(v)) for k, v in batch.items()}
+
+
+@contextlib.contextmanager
+def _out_of_memory_names(config, where: str, shapes: Sequence[Mapping[str, tuple]], *,
+                         eval_batch: bool = False):
+  """Turns an XLA RESOURCE_EXHAUSTED error raised inside into a `DeviceMemoryError` naming `where`,
+  the largest batch of `shapes` and the config keys that bound it."""
+  try:
+    yield
+  except jax.errors.JaxRuntimeError as e:
+    if 'RESOURCE_EXHAUSTED' not in str(e):
+      raise
+    largest = max(shapes, key=lambda s: sum(int(np.prod(v)) for v in s.values()), default={})
+    distinct = len({tuple(sorted(s.items())) for s in shapes})
+    keys = ', '.join(f'data.{k}={config.data[k]!r}' for k in _BATCH_SHAPE_KEYS if k in config.data)
+    if eval_batch:
+      keys = f'train.eval_batch_size={config.train.get("eval_batch_size", 0)!r} (0 = data.batch_size), ' + keys
+    shape_text = ', '.join(f'{k} {list(v)}' for k, v in largest.items())
+    raise DeviceMemoryError(
+        f'out of device memory (XLA RESOURCE_EXHAUSTED) in {where}; '
+        + (f'the largest of its {distinct} batch shapes' if distinct > 1 else 'its batch')
+        + f': {shape_text}. The batch shape is bound by {keys}: lower them (smaller batches, '
+        f'shorter or fewer sentences, tighter bucket boundaries) or use a device with more memory. '
+        f'XLA: {str(e).strip().splitlines()[0][:300]}') from e
 
 
 # --- variants ---------------------------------------------------------------------------------------
 
 def train_variants(config: ml_collections.ConfigDict, workdir: str, *,
-                   hooks: Iterable[Callable[[int], None]] = ()) -> dict[str, Any]:
+                   hooks: Iterable[Callable[[int], None]] = (),
+                   induce_trees: Callable[..., dict] | None = None) -> dict[str, Any]:
   """Trains every `config.variants` entry into `<workdir>/<name>`; writes comparison.json / .md.
 
   Each variant is `config` with its overrides applied and `variants` removed. Overrides are nested
@@ -439,11 +580,13 @@ def train_variants(config: ml_collections.ConfigDict, workdir: str, *,
     # Nested ({'model': {'attention': 'none'}}) or dotted ({'model.attention': 'none'}) overrides.
     configs[name] = config_lib.with_overrides(base, config_lib.flatten(dict(overrides or {})),
                                               where=f'config.variants.{name}')
+  for child in configs.values():
+    _check_render_trees(child, induce_trees)  # before any variant trains
   os.makedirs(workdir, exist_ok=True)
   results = {}
   for name, child in configs.items():
     logging.info('variant %s: %s', name, dict(variants[name] or {}))
-    results[name] = _train(child, os.path.join(workdir, name), hooks=hooks)
+    results[name] = _train(child, os.path.join(workdir, name), hooks=hooks, induce_trees=induce_trees)
   comparison = comparison_table(results)
   metrics_lib.write_json(os.path.join(workdir, 'comparison.json'),
                          {name: {split: r.get(split) for split in EVAL_SPLITS} | {
@@ -452,7 +595,7 @@ def train_variants(config: ml_collections.ConfigDict, workdir: str, *,
   if jax.process_index() == 0:
     with open(os.path.join(workdir, 'comparison.md'), 'w', encoding='utf-8') as f:
       f.write(comparison)
-  print(comparison, flush=True)
+  metrics_lib.console(comparison)
   return results
 
 
