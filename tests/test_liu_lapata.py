@@ -7,6 +7,8 @@ import pytest
 
 from jax_structured import models
 from jax_structured import nn as jsnn
+from jax_structured.models import encoders
+from jax_structured.models import heads
 from jax_structured.models import liu_lapata
 from jax_structured.models import registry
 
@@ -225,12 +227,13 @@ def test_registry_errors_and_pretrained_embeddings():
   @models.register('test.custom')
   def build_custom(config, *, vocab_size, num_classes, embeddings=None):
     del config, embeddings
-    return liu_lapata.SentenceClassifier(vocab_size=vocab_size, num_classes=num_classes)
+    return heads.SentenceClassifier(encoder=encoders.BagOfWords(), vocab_size=vocab_size,
+                                    num_classes=num_classes)
 
   assert isinstance(models.build(ml_collections.ConfigDict({'name': 'test.custom'}), vocab_size=4,
-                                 num_classes=2), liu_lapata.SentenceClassifier)
+                                 num_classes=2), heads.SentenceClassifier)
   with pytest.raises(ValueError, match='registered twice'):
-    models.register('test.custom')(liu_lapata.PairClassifier)
+    models.register('test.custom')(liu_lapata.pair_classifier)
 
 
 def test_validate_batch():

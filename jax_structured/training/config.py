@@ -200,7 +200,28 @@ def with_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, An
     keys of its section, when the key does not exist in `config`.
   """
   out = ml_collections.ConfigDict(to_dict(config))
+  # An encoder section that the overrides give another encoder (`model.encoder.name`, or any section
+  # named '*encoder') is replaced, not merged: the old encoder's keys mean nothing to the new one, whose
+  # own keys `models.encoders.build` checks against its fields.
+  replaced = []
   for dotted, value in overrides.items():
+    parts = dotted.split('.')
+    if len(parts) < 2 or parts[-1] != 'name' or not parts[-2].endswith('encoder'):
+      continue
+    node = out
+    for part in parts[:-2]:
+      node = node.get(part) if isinstance(node, ml_collections.ConfigDict) else None
+    old = node.get(parts[-2]) if isinstance(node, ml_collections.ConfigDict) else None
+    if isinstance(old, ml_collections.ConfigDict) and old.get('name') != value:
+      node[parts[-2]] = ml_collections.ConfigDict({'name': value})
+      replaced.append('.'.join(parts[:-1]) + '.')
+  for dotted, value in overrides.items():
+    if any(dotted.startswith(section) for section in replaced):
+      node, parts = out, dotted.split('.')
+      for part in parts[:-1]:
+        node = node[part]
+      node[parts[-1]] = value.to_dict() if isinstance(value, ml_collections.ConfigDict) else value
+      continue
     error = errors.unknown_key(out, dotted)
     if error is not None:
       raise errors.ConfigKeyError(f'{where}: {error}')

@@ -1,0 +1,1 @@
+"""Configs that compare registered encoders under one head (compare.py)."""

@@ -1,0 +1,159 @@
+r"""Which encoder is best on MY data: every registered sentence encoder under ONE head and optimiser.
+
+  python -m launch.train --config=configs/encoders/compare.py --workdir=/tmp/compare_trec
+  python -m launch.train --config=configs/encoders/compare.py:sst --workdir=/tmp/compare_sst
+  python -m launch.train --config=configs/encoders/compare.py:snli --workdir=/tmp/compare_snli
+  python -m launch.train --config=configs/encoders/compare.py:bilstm_max,tiny --workdir=/tmp/c
+  python -m launch.train --config=configs/encoders/compare.py --workdir=/tmp/mine \
+      --text_classification_dir=/path/to/my/tsv/folder
+
+The papers are comparisons of encoders under one classifier (Yu et al. 2018, Tables 1-2: BoW, BiLSTM with
+max pooling, structured attention, relation networks; Chen et al.: CNN, DCNN, LSTM, BiLSTM, Tree-LSTM;
+Luo & Zhu: HAN, HM-RNN, MHS-RNN). This config is that comparison on any data: `variants` holds one row
+per encoder in `ENCODERS` (an encoder section and its pooling), everything else is shared: the
+'classifier.sentence' head (pairs: 'classifier.pair' with q = [u; v; u * v; |u - v|], Yu et al. sec. 4.1)
+with a 1-hidden-layer ReLU MLP of 300 units, dropout 0.5 on the encoder's input (the embeddings) and
+output (the classifier's input) as Yu et al. (appendix A.1), 300-d word vectors, Adam 1e-3 (Yu et al.
+give Adam 1e-4 or Adagrad 0.01; 1e-3 reaches the same plateau in fewer CPU epochs), batches of 32,
+10 epochs with early stopping on dev accuracy (patience 3). `<workdir>/comparison.md` lists, per encoder,
+dev and test accuracy, the number of parameters, training steps/s and inference sentences/s.
+
+Data: TREC (coarse, 6 classes; 500 of the 5452 training questions held out for validation as Yu et al.
+do) from ../shared/data/trec; `sst` = SST-5 root labels (../shared/data/sst); `snli` = SNLI dev as the
+training set (10% held out), SNLI test as test (only dev and test are shared: see configs/liu_lapata/snli.py).
+Word vectors: none by default (random init, trained); `--config.data.embeddings=glove-6b-50d
+--config.data.embedding_dim=50 --config.model.embedding_dim=50` (or any vectors file / name, see
+jax_structured/data/embeddings.py) to start from pretrained ones.
+
+Options (comma-separated after the file name):
+  ''                     every encoder of ENCODERS as `variants`, on TREC.
+  <encoder row>          one row of ENCODERS only (e.g. bilstm_max).
+  sst | snli             the data set (default TREC).
+  tiny                   small sizes and 30 steps, for a CPU smoke run.
+Paper families add their rows to ENCODERS (relation networks, DCNN / Tree-LSTM, MHS-RNN / HAN).
+"""
+import pathlib
+
+import ml_collections
+
+from jax_structured.data import loaders
+from jax_structured.models import liu_lapata
+from jax_structured.training import config as training_config
+
+# Row name -> (encoder section, pooling). Sizes follow Yu et al. (BiLSTM 300 per direction) where the
+# papers agree; the CNN is Kim (2014)'s (widths 3-5, 100 maps each, its own max-over-time vector).
+ENCODERS = {
+    'bow': ({'name': 'bow'}, 'mean'),
+    'bilstm_max': ({'name': 'bilstm', 'hidden_size': 300}, 'max'),
+    'lstm': ({'name': 'lstm', 'hidden_size': 300}, 'max'),
+    'cnn': ({'name': 'cnn', 'widths': (3, 4, 5), 'features': 100}, 'encoder'),
+    'lstmn': ({'name': 'lstmn', 'hidden_size': 300, 'num_layers': 1}, 'mean'),
+    # Liu & Lapata's structured attention as Yu et al. re-implement it (their footnote 6): the same o_i
+    # for attention and summation.
+    'structured_attention': ({'name': 'liu_lapata', 'hidden_size': 150, 'attention': 'structured',
+                              'shared_features': True}, 'max'),
+}
+DATASETS = ('trec', 'sst', 'snli')
+TINY_ENCODER_SIZES = {'hidden_size': 8, 'projection': 8, 'features': 4}
+
+
+def _options(options):
+  row, dataset, tiny = None, 'trec', False
+  for option in [o.strip() for o in (options or '').split(',') if o.strip()]:
+    if option in ENCODERS and row is None:
+      row = option
+    elif option in DATASETS:
+      dataset = option
+    elif option == 'tiny':
+      tiny = True
+    else:
+      raise ValueError(f'configs/encoders/compare.py: unknown or repeated option {option!r}; known: '
+                       f'one of {sorted(ENCODERS)}, one of {list(DATASETS)}, tiny')
+  return row, dataset, tiny
+
+
+def _data(dataset: str) -> ml_collections.ConfigDict:
+  repo = pathlib.Path(__file__).resolve().parents[2]
+  if dataset == 'trec':
+    data = loaders.default_config('trec')
+    data.manual_dir = '../shared/data/trec'
+    data.validation_fraction = 500 / 5452  # Yu et al.: 500 of train for validation
+  elif dataset == 'sst':
+    data = loaders.default_config('sst')
+    data.manual_dir = '../shared/data/sst'
+    data.config = 'fine'
+  else:
+    data = loaders.default_config('snli')
+    data.manual_dir = liu_lapata.shared_snli_manual_dir(repo)
+    data.validation_fraction = 0.1
+  data.batch_size = 32
+  data.embeddings = ''
+  data.embedding_dim = 300
+  return data
+
+
+def _model(encoder: dict, pooling: str, pair: bool) -> ml_collections.ConfigDict:
+  model = ml_collections.ConfigDict()
+  model.name = 'classifier.pair' if pair else 'classifier.sentence'
+  model.encoder = dict(encoder)
+  model.pooling = pooling
+  model.embedding_dim = 300
+  model.freeze_embeddings = False
+  model.embedding_dropout = 0.5
+  model.dropout_rate = 0.5
+  model.mlp_hidden = 300
+  if pair:
+    model.interaction = 'features'
+  return model
+
+
+def get_config(options=''):
+  """The encoder comparison; `options` as in the module docstring."""
+  row, dataset, tiny = _options(options)
+  config = ml_collections.ConfigDict()
+  config.seed = 0
+  config.task = 'pair' if dataset == 'snli' else 'sentence'
+  config.parallel = 'shard_map'
+  config.distributed = False
+  config.data = _data(dataset)
+  encoder, pooling = ENCODERS[row or 'bilstm_max']
+  config.model = _model(encoder, pooling, dataset == 'snli')
+
+  config.optimizer = training_config.optimizer_defaults()
+  config.optimizer.name = 'adam'
+  config.optimizer.learning_rate = 1e-3
+
+  config.train = training_config.train_defaults()
+  config.train.num_epochs = 10
+  config.train.early_stopping_patience = 3
+  config.train.log_every_steps = 50
+
+  config.variants = ml_collections.ConfigDict()
+  if row is None:
+    for name, (section, pool) in ENCODERS.items():
+      config.variants[name] = {'model': {'encoder': dict(section), 'pooling': pool}}
+
+  if tiny:
+    _shrink(config)
+  return config
+
+
+def _shrink(config: ml_collections.ConfigDict) -> None:
+  """The `tiny` option, in place: 16-d vectors, encoders of 8 units, MLP 8, batches of 8, 30 steps."""
+  config.data.embeddings = ''
+  config.data.embedding_dim = 16
+  config.data.batch_size = 8
+  config.model.embedding_dim = 16
+  config.model.mlp_hidden = 8
+  sections = [config.model.encoder] + [v.model.encoder for v in config.variants.values()]
+  for section in sections:
+    for key, size in TINY_ENCODER_SIZES.items():
+      if key in section:
+        section[key] = size
+    if 'semantic_size' in section:
+      section['semantic_size'] = 6
+  config.train.num_epochs = 1
+  config.train.num_steps = 30
+  config.train.eval_every_steps = 0
+  config.train.checkpoint_every_steps = 0
+  config.train.log_every_steps = 10
