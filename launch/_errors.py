@@ -87,7 +87,8 @@ def user_message(error: BaseException) -> str | None:
   if isinstance(error, (ValueError, KeyError, TypeError)) and _NAMES_CONFIG_KEY.search(text):
     return text
   if isinstance(error, (KeyError, AttributeError)) and _raised_in_ml_collections(error):
-    return (f'the config has no key {text} that {_caller(error)} reads: add it to the config file '
+    key = text.strip('\'" ')
+    return (f'the config has no key {key!r} that {_caller(error)} reads: add it to the config file '
             '(its loader or model lists the valid keys), or use a config written for this model')
   return None
 
@@ -158,12 +159,14 @@ def _config_flag_names() -> list[str]:
 
 def _flag_error_message(error: Exception, argv: Sequence[str]) -> str | None:
   """The message for an error raised while parsing the command line, or None for a bug."""
+  if isinstance(error, errors.UserError):  # e.g. from a launcher's argv_filter
+    return str(error)
   for name in _config_flag_names():
     unknown = _unknown_override(name, argv)
     if unknown is not None:
       return str(unknown)
-  if isinstance(error, (ValueError, TypeError)) and 'Error whilst parsing config file' in str(error):
-    last = str(error).strip().splitlines()[-1]
+  if 'Error whilst parsing config file' in str(error):  # get_config() raised (absl wraps it)
+    last = [line for line in str(error).splitlines() if line.strip()][-1].strip()
     return f'the config file\'s get_config() failed: {last}'
   if isinstance(error, flags.Error):
     return f'{error} (--helpshort lists the flags)'

@@ -11,8 +11,7 @@ import importlib
 import pkgutil
 import sys
 
-from absl import app
-
+from launch import _errors
 from launch import benchmarks
 
 
@@ -44,13 +43,13 @@ def run(argv=None):
   argv = list(sys.argv if argv is None else argv)
   name = _benchmark_name(argv)
   if name is None:
-    sys.exit(f'usage: python -m launch.benchmark <name> [flags]; known benchmarks: '
-             f'{", ".join(known_benchmarks())}')
+    _errors.fail(f'usage: python -m launch.benchmark <name> [flags]; known benchmarks: '
+                 f'{", ".join(known_benchmarks())}')
   try:
     module = load_benchmark(name)
   except ValueError as e:
-    sys.exit(f'error: {e}')
-  app.run(module.main, argv=argv)
+    _errors.fail(str(e))
+  _errors.run(module.main, argv=argv)
 
 
 if __name__ == '__main__':
