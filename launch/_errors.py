@@ -11,7 +11,8 @@ Errors the user causes end in `error: <message>` on stderr and exit status 2, wi
   `--config.<key>=...` for a key the config does not have (named with the closest valid keys and the
   valid keys of its section), a value of the wrong type;
 - `jax_structured.errors.UserError` and its subclasses (`ConfigError`, the data `FormatError`),
-  `training.CheckpointError` (a damaged checkpoint, a workdir of another config);
+  `training.CheckpointError` (a damaged checkpoint, a workdir of another config), the trainer's
+  `DeviceMemoryError` (out of accelerator memory: it names the batch shapes and the keys bounding them);
 - missing files and workdirs (`FileNotFoundError`, `NotADirectoryError`, `IsADirectoryError`,
   `PermissionError`);
 - a ValueError / KeyError / TypeError whose message names a `config.<key>` (config validation of
@@ -40,6 +41,10 @@ from jax_structured import errors
 
 EXIT_USER_ERROR = 2
 
+# Library errors that are the user's to act on but are not `UserError`s (module, class): looked up
+# in sys.modules only, so that nothing heavy is imported here (when one is raised, its module is loaded).
+_LIBRARY_USER_ERRORS = (('jax_structured.training.checkpoints', 'CheckpointError'),
+                        ('jax_structured.training.trainer', 'DeviceMemoryError'))
 # File errors a user causes by naming a path (a missing workdir, config, data folder, input file).
 _FILE_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 # A message that names a config key, e.g. "config.optimizer.name='rmsprop' is not one of ...".
@@ -74,9 +79,10 @@ def user_message(error: BaseException) -> str | None:
   """The message to print for a user's mistake, or None when `error` is a bug (keep its traceback)."""
   if isinstance(error, errors.UserError):
     return str(error)
-  checkpoints = sys.modules.get('jax_structured.training.checkpoints')
-  if checkpoints is not None and isinstance(error, checkpoints.CheckpointError):
-    return str(error)
+  for module, name in _LIBRARY_USER_ERRORS:
+    cls = getattr(sys.modules.get(module), name, None)
+    if cls is not None and isinstance(error, cls):
+      return str(error)
   if isinstance(error, app.UsageError):
     return f'{error} (--helpshort lists the flags)'
   if isinstance(error, _FILE_ERRORS):
@@ -91,6 +97,15 @@ def user_message(error: BaseException) -> str | None:
     return (f'the config has no key {key!r} that {_caller(error)} reads: add it to the config file '
             '(its loader or model lists the valid keys), or use a config written for this model')
   return None
+
+
+def checkpoint(value: str) -> int | str:
+  """The `--checkpoint` flag of the launchers that restore a workdir: 'best', 'latest' or a step."""
+  if value.isdigit():
+    return int(value)
+  if value in ('best', 'latest'):
+    return value
+  raise errors.UserError(f"--checkpoint={value}: expected 'best', 'latest' or a step number")
 
 
 def _text(error: BaseException) -> str:

@@ -21,8 +21,8 @@ flags.mark_flags_as_required(['workdir'])
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  checkpoint = _errors.checkpoint(_CHECKPOINT.value)
   from jax_structured import training  # pylint: disable=g-import-not-at-top
-  checkpoint = int(_CHECKPOINT.value) if _CHECKPOINT.value.isdigit() else _CHECKPOINT.value
   result = training.evaluate(_WORKDIR.value, _SPLIT.value, checkpoint=checkpoint)
   print(json.dumps(result, indent=2, sort_keys=True))
 

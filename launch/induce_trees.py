@@ -25,7 +25,7 @@ _CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a s
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  checkpoint = int(_CHECKPOINT.value) if _CHECKPOINT.value.isdigit() else _CHECKPOINT.value
+  checkpoint = _errors.checkpoint(_CHECKPOINT.value)
   stats = induce.induce_trees(_WORKDIR.value, _SPLIT.value, num_pictures=_NUM_PICTURES.value,
                               reference_conllu=_REFERENCE.value, output_dir=_OUTPUT_DIR.value,
                               checkpoint=checkpoint)

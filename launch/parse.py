@@ -26,8 +26,7 @@ _BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Sentences per batch.')
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  checkpoint = _CHECKPOINT.value
-  checkpoint = int(checkpoint) if checkpoint.isdigit() else checkpoint
+  checkpoint = _errors.checkpoint(_CHECKPOINT.value)
   stats = parser.parse_file(_WORKDIR.value, _INPUT.value, _OUTPUT.value, fmt=_FORMAT.value,
                             checkpoint=checkpoint, batch_size=_BATCH_SIZE.value)
   print(f'parsed {stats["sentences"]} sentences ({stats["words"]} words) in {stats["seconds"]:.2f} s: '

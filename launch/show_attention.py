@@ -27,7 +27,7 @@ MIN_WEIGHT = flags.DEFINE_float('min_weight', 0.05, 'Arcs below this attention w
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  checkpoint = int(CHECKPOINT.value) if CHECKPOINT.value.isdigit() else CHECKPOINT.value
+  checkpoint = _errors.checkpoint(CHECKPOINT.value)
   result = attention.render_attention(WORKDIR.value, SPLIT.value, num_sentences=NUM_SENTENCES.value,
                                       output_dir=OUTPUT_DIR.value, checkpoint=checkpoint,
                                       min_weight=MIN_WEIGHT.value)

@@ -78,6 +78,8 @@ CASES = {
         ['unknown config key config.train.nope']),
     'evaluate missing workdir': (['launch.evaluate', '--workdir={tmp}/missing'],
                                  ['workdir {tmp}/missing does not exist']),
+    'evaluate bad checkpoint': (['launch.evaluate', '--workdir={tmp}/missing', '--checkpoint=bestt'],
+                                ["--checkpoint=bestt: expected 'best', 'latest' or a step number"]),
     'induce_trees missing workdir': (['launch.induce_trees', '--workdir={tmp}/missing'],
                                      ['workdir {tmp}/missing has no config.json']),
     'show_attention missing workdir': (['launch.show_attention', '--workdir={tmp}/missing'],
@@ -140,7 +142,11 @@ def _raised(fn):
 
 def test_user_errors_and_bugs_are_told_apart(tmp_path):
   from jax_structured.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import trainer  # pylint: disable=g-import-not-at-top
   assert _errors.user_message(errors.UserError('do this')) == 'do this'
+  assert _errors.user_message(trainer.DeviceMemoryError('out of memory at batch [64, 200]')) == (
+      'out of memory at batch [64, 200]')
+  assert _errors.user_message(MemoryError('host')) is None
   assert _errors.user_message(builders.FormatError('f.tsv', 3, 'bad')) == 'f.tsv:3: bad'
   assert _errors.user_message(checkpoints.CheckpointError('ckpt is corrupted')) == 'ckpt is corrupted'
   missing = _raised(lambda: open(tmp_path / 'none.txt'))
@@ -158,6 +164,12 @@ def test_user_errors_and_bugs_are_told_apart(tmp_path):
   for read in (lambda: config.model['depth'], lambda: config.model.depth):
     message = _errors.user_message(_raised(read))
     assert message.startswith("the config has no key 'depth' that tests/test_cli_errors.py:"), message
+
+
+def test_checkpoint_flag():
+  assert [_errors.checkpoint(v) for v in ('best', 'latest', '1200')] == ['best', 'latest', 1200]
+  with pytest.raises(errors.UserError, match=r"--checkpoint=-3: expected 'best', 'latest' or a step"):
+    _errors.checkpoint('-3')
 
 
 def test_unknown_key_names_the_closest_and_the_valid_keys():
