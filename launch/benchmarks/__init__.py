@@ -1,7 +1,15 @@
 """Benchmarks run by `python -m launch.benchmark <name>`; each module here has `main(argv)`.
 
 The flags below are shared by every benchmark (each module documents how it reads `--sizes`).
+`Table`, `Budget` and `ReportRun` are what a benchmark family hands to, and reads from,
+`python -m launch.benchmark report` (launch/benchmarks/report.py): a family module joins the report
+with a generator `report_tables(run: ReportRun) -> Iterator[Table]` and one line in
+`report.FAMILIES`.
 """
+import dataclasses
+import time
+from typing import Any, Callable, Optional
+
 from absl import flags
 
 SIZES = flags.DEFINE_string(
@@ -12,3 +20,84 @@ REPEATS = flags.DEFINE_integer('repeats', 20, 'Timed calls per measurement (afte
 DTYPE = flags.DEFINE_enum('dtype', 'float32', ['float32', 'float64'], 'Floating point dtype of the inputs.')
 MEMORY = flags.DEFINE_bool('memory', False,
                            'Also print the compiled peak memory (XLA memory_analysis) of each function.')
+
+
+# ------------------------------------------------------------------------------------------------
+# What a benchmark family gives `python -m launch.benchmark report` (launch/benchmarks/report.py).
+
+
+@dataclasses.dataclass
+class Table:
+  """One table of the report.
+
+  Attributes:
+    title: one line saying what is measured (shapes, units, what the baselines are).
+    rows: one dict per row, {column: float | int | str}; columns appear in first-seen order. Absolute
+      times and the ratios to the baselines go side by side; '-' marks a cell with nothing to show,
+      'not installed' a baseline whose package is missing.
+    notes: lines printed under the table (goals with the measured value, provenance of references).
+  """
+  title: str
+  rows: list[dict[str, Any]]
+  notes: list[str] = dataclasses.field(default_factory=list)
+
+  def columns(self) -> list[str]:
+    columns = []
+    for row in self.rows:
+      columns += [c for c in row if c not in columns]
+    return columns
+
+
+class Budget:
+  """Wall-clock budget of one report run, checked by the families between their units of work.
+
+  A unit is a size, a group of variants, a part: whatever one family measures in one go (tens of
+  seconds on the CPU at the default sizes). `exhausted()` is asked before each unit; a unit skipped
+  for the budget is recorded with `skip(...)` and listed in the report.
+  """
+
+  def __init__(self, seconds: float, clock: Optional[Callable[[], float]] = None):
+    """`seconds` from now by `clock` (default `time.monotonic`)."""
+    if not seconds > 0:
+      raise ValueError(f'--budget_s must be > 0 seconds, got {seconds}')
+    self.seconds = float(seconds)
+    self._clock = clock or time.monotonic
+    self._start = self._clock()
+    self.skipped: list[str] = []
+
+  def elapsed(self) -> float:
+    return self._clock() - self._start
+
+  def left(self) -> float:
+    return self.seconds - self.elapsed()
+
+  def exhausted(self) -> bool:
+    return self.left() <= 0
+
+  def skip(self, what: str) -> None:
+    """Records that `what` (e.g. 'trees 32x200') was not run for lack of budget."""
+    self.skipped.append(what)
+
+
+@dataclasses.dataclass
+class ReportRun:
+  """Settings a family's `report_tables(run)` reads.
+
+  Attributes:
+    quick: tiny sizes and models (the CPU smoke run of the report, under a minute in all).
+    repeats: timed calls per measurement (after one warm-up / compile call).
+    dtype: 'float32' (the goals' dtype) or 'float64'.
+    budget: the shared `Budget`; check `budget.exhausted()` before each unit, `budget.skip(...)` what
+      is left out.
+  """
+  quick: bool
+  repeats: int
+  dtype: str
+  budget: Budget
+
+  def unit(self, what: str) -> bool:
+    """True when there is budget left for the unit `what`; otherwise records it as skipped."""
+    if self.budget.exhausted():
+      self.budget.skip(what)
+      return False
+    return True

@@ -69,15 +69,18 @@ from jax_structured.trees import _matrix_tree
 from launch import benchmarks
 from launch.benchmarks import trees as trees_benchmark
 
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_DOC_SHAPE = '9x17'
+DEFAULT_VOCAB_SIZE = 40000
 # `--batch_size` is also defined by launch/parse.py (same meaning: examples per batch, default 32);
 # allow_override lets both modules be imported in one process (e.g. a test session).
-BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Documents per batch of the document model '
-                                  '(SNLI batches are set by --sizes).', lower_bound=1,
+BATCH_SIZE = flags.DEFINE_integer('batch_size', DEFAULT_BATCH_SIZE, 'Documents per batch of the '
+                                  'document model (SNLI batches are set by --sizes).', lower_bound=1,
                                   allow_override=True)
-DOC_SHAPE = flags.DEFINE_string('doc_shape', '9x17', 'SENTENCESxWORDS of every document batch '
-                                '(Yelp averages: 8.9 sentences, 17 words per sentence).')
-VOCAB_SIZE = flags.DEFINE_integer('vocab_size', 40000, 'Rows of the (trained) word embedding table.',
-                                  lower_bound=2)
+DOC_SHAPE = flags.DEFINE_string('doc_shape', DEFAULT_DOC_SHAPE, 'SENTENCESxWORDS of every document '
+                                'batch (Yelp averages: 8.9 sentences, 17 words per sentence).')
+VOCAB_SIZE = flags.DEFINE_integer('vocab_size', DEFAULT_VOCAB_SIZE, 'Rows of the (trained) word '
+                                  'embedding table.', lower_bound=2)
 PARTS = flags.DEFINE_string('parts', 'snli,document,breakdown',
                             'Comma-separated parts to run: snli, document, breakdown.')
 VARIANTS = flags.DEFINE_string('variants', None, 'Comma-separated variant keys to keep (None: all).')
@@ -363,13 +366,16 @@ def build_bench(config: ml_collections.ConfigDict, kind: str, batch: Mapping[str
 
   Args:
     config: a config with `model`, `optimizer` (and optionally `task`, `seed`).
-    kind: the data kind ('pair' or 'document'): the task when `config.task` is empty.
-    batch: a numpy batch (its shapes are the compiled shapes).
+    kind: the data kind ('pair' or 'document'; 'parse' for the parser benchmark): the task when
+      `config.task` is empty.
+    batch: a numpy batch (its shapes are the compiled shapes); sentence, pair and document batches
+      are checked with `liu_lapata.validate_batch`, others are the caller's to build correctly.
     vocab_size: rows of the word embedding table.
     num_classes: number of labels.
     dtype: floating dtype of the parameters (and hence of the computation).
   """
-  liu_lapata.validate_batch(batch, kind)
+  if kind in ('sentence', 'pair', 'document'):
+    liu_lapata.validate_batch(batch, kind)
   model = models.build(config.model, vocab_size=vocab_size, num_classes=num_classes)
   seed = int(config.get('seed', 0))
   key = jax.random.PRNGKey(seed)
@@ -648,7 +654,8 @@ def run(parts: Sequence[str], *, sizes: Sequence[tuple[int, int, int]], batch_si
              'forward + backward + update (steps.train_step), infer = steps.eval_step; s/inst = '
              'step time / batch; "paper" = Table 2, GTX Titan X (Pascal), SNLI test set')
     out['snli'] = run_snli(snli_config, sizes, repeats=repeats, vocab_size=vocab_size, dtype=dtype,
-                           variants=select_variants(SNLI_VARIANTS, keep), overrides=overrides)
+                           variants=select_variants(SNLI_VARIANTS, QUICK_SNLI_VARIANTS if quick else None),
+                            overrides=overrides)
     print_fn(_format_rows(out['snli']))
   if 'document' in parts:
     print_fn(f'\nDocument classifier (Table 4 variants), training, model + optimiser from {doc_source}: '
@@ -695,3 +702,74 @@ def main(argv):
       batch_size=BATCH_SIZE.value, doc_shape=parse_doc_shape(DOC_SHAPE.value),
       repeats=benchmarks.REPEATS.value, vocab_size=VOCAB_SIZE.value, dtype=benchmarks.DTYPE.value,
       keep=VARIANTS.value, overrides=parse_overrides(MODEL_OVERRIDES.value))
+
+
+# ----------------------------------------------------------------------------------------------
+# The report's family (`python -m launch.benchmark report`).
+
+# --quick: tiny models on tiny batches (the CPU smoke run of the report).
+QUICK_OVERRIDES = {'embedding_dim': 6, 'hidden_size': 6, 'semantic_size': 4, 'mlp_hidden': 5,
+                   'dropout_rate': 0.0}
+QUICK_SNLI_SIZE = (2, 4, 3)
+QUICK_DOC = (2, (2, 3))  # documents per batch, (sentences, words)
+QUICK_VOCAB_SIZE = 50
+QUICK_SNLI_VARIANTS = 'simple,structured'
+QUICK_DOCUMENT_VARIANTS = 'structured'
+
+
+def report_tables(report_run):
+  """Table 2 (SNLI), the attention breakdown and the Yelp epoch (documents), as `run` measures them.
+
+  Args:
+    report_run: a `benchmarks.ReportRun`. Each part (SNLI at one size, the breakdown, the documents)
+      is one unit of its budget. --quick (`QUICK_OVERRIDES` models) runs SNLI simple and matrix
+      inversion and the structured document model only, without the breakdown (16 more compiles).
+
+  Yields:
+    `benchmarks.Table`s: SNLI (s/inst, inst/s, ratios to simple attention, the paper's Table 2), the
+    breakdown (ms, shares) and the documents (s/step, docs/s, Yelp epoch minutes), goals as notes.
+  """
+  quick, repeats, dtype = report_run.quick, report_run.repeats, report_run.dtype
+  overrides = dict(QUICK_OVERRIDES) if quick else {}
+  vocab_size = QUICK_VOCAB_SIZE if quick else DEFAULT_VOCAB_SIZE
+  sizes = [QUICK_SNLI_SIZE] if quick else parse_sizes(DEFAULT_SIZES)
+  device_kind = jax.devices()[0].device_kind
+  snli_config, snli_source = load_config(('snli',), paper_snli_config)
+  drop = ('key',)
+  snli_rows = []
+  for size in sizes:
+    if report_run.unit(f'liu_lapata SNLI {"x".join(map(str, size))}'):
+      snli_rows += run_snli(snli_config, [size], repeats=repeats, vocab_size=vocab_size, dtype=dtype,
+                            variants=select_variants(SNLI_VARIANTS, QUICK_SNLI_VARIANTS if quick else None),
+                            overrides=overrides)
+  if snli_rows:
+    yield benchmarks.Table(
+        f'SNLI pair classifier, Table 2 (model + optimiser from {snli_source}; size = batch x premise x '
+        'hypothesis; train = forward + backward + update, infer = eval step; "x simple" = time / simple '
+        'attention\'s; "paper" = Table 2, GTX Titan X)',
+        [{k: v for k, v in row.items() if k not in drop} for row in snli_rows],
+        goal_lines(snli_rows, [], device_kind))
+  if not quick and report_run.unit('liu_lapata breakdown'):
+    model = variant_config(snli_config, {}, overrides).model
+    batch, length = sizes[0][0], sizes[0][1]
+    rows = run_breakdown(batch, length, hidden_size=int(model.get('hidden_size', 150)),
+                         semantic_size=int(model.get('semantic_size', 100)),
+                         input_size=int(model.get('embedding_dim', 300)), repeats=repeats, dtype=dtype)
+    yield benchmarks.Table(
+        f'where the time of one structured attention layer goes: an SNLI premise batch [{batch}, '
+        f'{length}], median ms; fwd+bwd = value and gradient of a random weighted sum of the outputs',
+        rows)
+  if report_run.unit('liu_lapata documents'):
+    doc_config, doc_source = load_config(('yelp13', 'yelp'), paper_document_config)
+    batch_size, doc_shape = QUICK_DOC if quick else (DEFAULT_BATCH_SIZE, parse_doc_shape(DEFAULT_DOC_SHAPE))
+    rows = run_documents(doc_config, batch_size, doc_shape, repeats=repeats, vocab_size=vocab_size,
+                         dtype=dtype,
+                         variants=select_variants(DOCUMENT_VARIANTS,
+                                                  QUICK_DOCUMENT_VARIANTS if quick else None),
+                         overrides=overrides)
+    yield benchmarks.Table(
+        f'document classifier, Table 4 variants, training (model + optimiser from {doc_source}; size = '
+        f'documents x sentences x words; Yelp epoch = {YELP_DOCUMENTS:,} documents / (docs/s); "paper" = '
+        'sec. 4.2 and footnote 4, GTX Titan X)',
+        [{k: v for k, v in row.items() if k not in drop} for row in rows],
+        goal_lines([], rows, device_kind))

@@ -91,16 +91,18 @@ def measure(cell, num_layers, batch, steps, hidden, *, repeats=20, dtype='float3
   return seconds, batch * steps / seconds
 
 
-def run(sizes, repeats=20, dtype='float32'):
-  """One row per size: {'size', name: tokens/s, name + ' ms': ms, 'LSTMN-k / LSTM-k': slowdown}."""
+def run(sizes, repeats=20, dtype='float32', models=MODELS):
+  """One row per size: {'size', name: tokens/s, name + ' ms': ms, 'slowdown k': LSTM-k / LSTMN-k
+  tokens/s} for the `models` (a subset of `MODELS`; a slowdown needs both models of its depth)."""
   rows = []
   for batch, steps, hidden in sizes:
     row = {'size': f'{batch}x{steps} h{hidden}'}
-    for name, cell, layers in MODELS:
+    for name, cell, layers in models:
       seconds, rate = measure(cell, layers, batch, steps, hidden, repeats=repeats, dtype=dtype)
       row[name], row[name + ' ms'] = rate, 1e3 * seconds
-    row['slowdown 1'] = row['LSTM-1'] / row['LSTMN-1']
-    row['slowdown 3'] = row['sLSTM-3'] / row['LSTMN-3']
+    for depth, lstm in (('1', 'LSTM-1'), ('3', 'sLSTM-3')):
+      if lstm in row and f'LSTMN-{depth}' in row:
+        row[f'slowdown {depth}'] = row[lstm] / row[f'LSTMN-{depth}']
     rows.append(row)
   return rows
 
@@ -132,3 +134,39 @@ def main(argv):
   print(f'goal: LSTMN at most {GOAL:.0f}x slower than the LSTM of the same depth -> worst {worst:.2f}x, '
         f'{verdict} on {device.platform}' + ('' if device.platform == 'gpu' else
                                              ' (the goal is stated for a GPU)'))
+
+
+QUICK_SIZES = ((2, 5, 8),)
+QUICK_MODELS = MODELS[:2]  # LSTM-1, LSTMN-1
+
+
+def report_tables(report_run):
+  """The report's LSTMN family (`python -m launch.benchmark report`; `report_run` is a
+  `benchmarks.ReportRun`): one row per size, as `run` (--quick: LSTM-1 and LSTMN-1 only), with the
+  goal."""
+  quick = report_run.quick
+  rows = []
+  for batch, steps, hidden in QUICK_SIZES if quick else parse_sizes(DEFAULT_SIZES):
+    if report_run.unit(f'lstmn {batch}x{steps}x{hidden}'):
+      rows += run([(batch, steps, hidden)], repeats=report_run.repeats, dtype=report_run.dtype,
+                  models=QUICK_MODELS if quick else MODELS)
+  if not rows:
+    return
+  device = jax.devices()[0]
+  worst = max(r[k] for r in rows for k in ('slowdown 1', 'slowdown 3') if k in r)
+  where = f'on {device.device_kind}' + ('' if device.platform == 'gpu' else ' (the goal is for a GPU)')
+  table_rows = []
+  for r in rows:
+    table_row = {'B x T, hidden': r['size']}
+    for name, _, _ in MODELS:
+      if name in r:
+        table_row[f'{name} tok/s'], table_row[f'{name} ms'] = r[name], r[name + ' ms']
+    for depth, lstm in (('1', 'LSTM-1'), ('3', 'sLSTM-3')):
+      if f'slowdown {depth}' in r:
+        table_row[f'LSTMN-{depth}/{lstm}'] = r[f'slowdown {depth}']
+    table_rows.append(table_row)
+  yield benchmarks.Table(
+      f'training tokens/s and ms per SGD step (forward, softmax over {VOCAB_SIZE:,} words, backward, '
+      f'update; embeddings {EMBEDDING_DIM}); LSTMN-k/LSTM-k = slowdown of the same depth', table_rows,
+      [f'goal: LSTMN at most {GOAL:g}x slower than the LSTM of the same depth: worst {worst:.2f}x, '
+       f'{"met" if worst <= GOAL else "missed"} {where}'])

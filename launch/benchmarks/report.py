@@ -1,0 +1,427 @@
+r"""Every benchmark table of the issues in one run: `python -m launch.benchmark report`.
+
+  python -m launch.benchmark report --out=DIR [--budget_s=480] [--quick] [--families=trees,lstmn]
+      [--repeats=N] [--dtype=float32]
+
+Runs each benchmark family of `FAMILIES` in order, with the baselines each family times side by side,
+and writes `DIR/report.md` (one section per family: its tables with absolute times AND ratios, the
+goals with the measured value, what was skipped) and `DIR/report.json` (the same numbers), headed by
+the device, jax / jaxlib versions, dtype and the baseline packages found. Both files are rewritten
+after every table, so a run killed from outside (the device machine's 10-minute command limit) still
+leaves a valid, partial report (`"complete": false`).
+
+* `--budget_s` (default 480): wall seconds for the whole run. Families check it between their units
+  of work (a size, a group of variants); a unit started before the budget ran out is finished, the
+  ones after are skipped and listed under "Skipped for the budget", and a family not reached is marked
+  "skipped (budget)".
+* `--quick`: tiny sizes and models, 2 repeats: the CPU smoke run (under a minute; tests run it).
+* `--repeats`: timed calls per measurement (default 10; 2 with --quick).
+* `--families`: a comma-separated subset of the names below (default: all).
+
+Families (a new one joins with one line in `FAMILIES` and a generator
+`report_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]` in its module; a family whose
+module or function does not exist yet is reported as "not available"):
+  trees            the `trees` core at (512, 32), (64, 64), (32, 200) vs slogdet autodiff, inverse
+                   autodiff, torch-struct (when importable) and the issue's reference figures
+                   (`trees_tables` below: launch/benchmarks/trees.py's `run` is its programmatic API)
+  liu_lapata       Table 2 (SNLI), the Yelp epoch, where a structured attention layer's time goes
+  lstmn            LSTMN vs LSTM training tokens/s (Cheng et al. 2016, PTB size)
+  parser           sentences/s of a freshly initialised biaffine parser of the EWT size
+  relation_networks, tree_lstm, mhs_rnn: the later paper families
+
+On the CPU (`OPENBLAS_NUM_THREADS=1` on a small shared machine) only the ratios mean much; the goals
+of the issues are stated for a GPU and each goal line names the device it was measured on.
+"""
+import dataclasses
+import datetime
+import importlib
+import importlib.util
+import json
+import math
+import os
+import platform
+import subprocess
+import traceback
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+from absl import flags
+from absl import logging
+import jax
+
+from launch import benchmarks
+
+OUT = flags.DEFINE_string('out', None, 'Directory for report.md and report.json (created if missing).')
+BUDGET_S = flags.DEFINE_float('budget_s', 480.0, 'Wall seconds for the whole report; families stop '
+                              'starting new units of work once it is spent.')
+QUICK = flags.DEFINE_bool('quick', False, 'Tiny sizes and models, 2 repeats (CPU smoke run).')
+FAMILIES_FLAG = flags.DEFINE_string('families', None, 'Comma-separated families to run (default all).')
+
+DEFAULT_REPEATS = 10
+QUICK_REPEATS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+  """One benchmark family of the report.
+
+  Attributes:
+    name: short name (`--families`), by convention the module `launch.benchmarks.<name>`.
+    title: what the family measures (the section heading).
+    entry: 'module:function' of its `report_tables(run)`; None means
+      'launch.benchmarks.<name>:report_tables'.
+  """
+  name: str
+  title: str
+  entry: Optional[str] = None
+
+  def target(self) -> tuple[str, str]:
+    module, _, function = (self.entry or f'launch.benchmarks.{self.name}:report_tables').partition(':')
+    return module, function
+
+
+FAMILIES = (
+    Family('trees', 'trees core: marginals, +grad, MST, projective marginals, sampling',
+           entry='launch.benchmarks.report:trees_tables'),
+    Family('liu_lapata', 'Liu & Lapata (2018): Table 2 (SNLI), Yelp epoch, attention breakdown'),
+    Family('lstmn', 'Cheng et al. (2016): LSTMN vs LSTM training tokens/s'),
+    Family('parser', 'Biaffine tree-CRF parser (EWT size): sentences/s'),
+    Family('relation_networks', 'Relation networks'),
+    Family('tree_lstm', 'Tree-LSTM'),
+    Family('mhs_rnn', 'MHS-RNN'),
+)
+
+
+class FamilyUnavailable(Exception):
+  """The family's module or `report_tables` does not exist (yet)."""
+
+
+def load_family(family: Family) -> Callable[[benchmarks.ReportRun], Iterator[benchmarks.Table]]:
+  """The family's `report_tables`; FamilyUnavailable when its module or function does not exist.
+
+  An import error inside an existing module (a missing dependency, a bug) propagates: that family
+  is reported as failed, not as not available.
+  """
+  module_name, function = family.target()
+  try:
+    module = importlib.import_module(module_name)
+  except ModuleNotFoundError as e:
+    if e.name == module_name or module_name.startswith(f'{e.name}.'):
+      raise FamilyUnavailable(f'{module_name.replace(".", "/")}.py does not exist yet') from None
+    raise
+  if not hasattr(module, function):
+    raise FamilyUnavailable(f'{module_name.replace(".", "/")}.py has no {function}(run) yet')
+  return getattr(module, function)
+
+
+def select_families(names: Optional[str]) -> list[Family]:
+  """The families named in the comma-separated `names` (all when None), in `FAMILIES` order.
+
+  Raises:
+    ValueError naming unknown families and listing the known ones.
+  """
+  if names is None:
+    return list(FAMILIES)
+  wanted = [n.strip() for n in names.split(',') if n.strip()]
+  known = [f.name for f in FAMILIES]
+  unknown = [n for n in wanted if n not in known]
+  if unknown or not wanted:
+    raise ValueError(f'--families={names!r}: unknown {unknown}; known families: {", ".join(known)}')
+  return [f for f in FAMILIES if f.name in wanted]
+
+
+# ------------------------------------------------------------------------------------------------
+# The trees family (launch/benchmarks/trees.py is timed through its `run`).
+
+TREES_SIZES = ((512, 32), (64, 64), (32, 200))
+TREES_QUICK_SIZES = ((4, 8),)
+# The issue's goals (GPU): ours at least 2x faster than the slogdet baseline and torch-struct; mst at
+# least 10x faster than TurboParser's C++ CLE on the CPU; projective marginals under 10 ms at 512x32.
+TREES_SPEEDUP_GOAL = 2.0
+TREES_MST_GOAL = 10.0
+TREES_PROJECTIVE_GOAL_MS = 10.0
+
+
+def _ratio(numerator: Any, denominator: Any) -> Any:
+  """numerator / denominator when both are positive numbers, else '-'."""
+  numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (numerator, denominator))
+  return numerator / denominator if numbers and denominator > 0 else '-'
+
+
+def package_version(name: str) -> str:
+  """The installed version of the importable package `name`, or 'not installed'."""
+  if importlib.util.find_spec(name) is None:
+    return 'not installed'
+  try:
+    return getattr(importlib.import_module(name), '__version__', 'installed')
+  except Exception as e:  # pylint: disable=broad-except
+    return f'fails to import ({type(e).__name__}: {e})'
+
+
+def goal_note(goal: str, measured: str, ok: bool, device_kind: str, goal_device: str = 'GPU') -> str:
+  """'goal: ...: measured, met/missed on DEVICE' (with the goal's device when it is another)."""
+  on_goal_device = (goal_device.lower() in device_kind.lower()
+                    or (goal_device == 'GPU' and jax.devices()[0].platform == 'gpu'))
+  where = f'on {device_kind}' + ('' if on_goal_device else f' (the goal is for a {goal_device})')
+  return f'goal: {goal}: {measured}, {"met" if ok else "missed"} {where}'
+
+
+def trees_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]:
+  """The trees benchmark's columns (median ms) and its ratios to the baselines, with the goals."""
+  from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
+  rows = []
+  for batch, length in TREES_QUICK_SIZES if report_run.quick else TREES_SIZES:
+    if report_run.unit(f'trees {batch}x{length}'):
+      rows += trees_benchmark.run([(batch, length)], repeats=report_run.repeats, dtype=report_run.dtype)
+  if not rows:
+    return
+  torch_struct = package_version('torch_struct')
+  synjax = package_version('synjax')
+  absolute = [{k: v for k, v in row.items() if not k.startswith('ref ')} for row in rows]
+  yield benchmarks.Table(
+      f'median ms per call (B x n: batch x sentence length, N(0, 1) scores, {report_run.dtype}); "ours" = '
+      'trees.marginals, "inv-AD" = inverse + plain autodiff, "naive" = slogdet + autodiff, "+grad" = '
+      'value and gradient of a loss through the marginals, "ts" = torch-struct',
+      absolute,
+      [f'torch-struct: {torch_struct}' + ('' if any('ts marg' in r for r in rows) else
+                                           ' (its columns are absent)'),
+       f'SynJax: {synjax}' + ('' if synjax == 'not installed' else
+                              ' (not timed by launch/benchmarks/trees.py)')])
+  device_kind = jax.devices()[0].device_kind
+  ratios, notes = [], []
+  for row in rows:
+    ts = 'not installed' if torch_struct == 'not installed' else '-'
+    out = {'size': row['size'],
+           'ours/naive marg': _ratio(row.get('ours marg'), row.get('naive marg')),
+           'ours/naive +grad': _ratio(row.get('ours +grad'), row.get('naive +grad')),
+           'ours/inv-AD marg': _ratio(row.get('ours marg'), row.get('inv-AD marg')),
+           'ours/ts marg': (_ratio(row['ours marg'], row['ts marg']) if 'ts marg' in row else ts),
+           'ours/ts +grad': (_ratio(row['ours +grad'], row['ts +grad']) if 'ts +grad' in row else ts),
+           'mst/TurboParser': _ratio(row.get('mst'), row.get('ref turbo CLE (cpu)')),
+           'marg 1 sharp/marg': _ratio(row.get('marg 1 sharp'), row.get('ours marg')),
+           'sample 1 sharp/sample': _ratio(row.get('sample 1 sharp'), row.get('sample')),
+           'proj marg ms': row.get('proj marg', '-')}
+    ratios.append(out)
+    for baseline in ('naive', 'ts'):
+      for what in ('marg', '+grad'):
+        ratio = out[f'ours/{baseline} {what}']
+        if isinstance(ratio, float):
+          notes.append(goal_note(f'ours {what} >= {TREES_SPEEDUP_GOAL:g}x faster than {baseline} '
+                                 f'({row["size"]})', f'{1 / ratio:.2f}x', 1 / ratio >= TREES_SPEEDUP_GOAL,
+                                 device_kind))
+    if isinstance(out['mst/TurboParser'], float):
+      speedup = 1 / out['mst/TurboParser']
+      notes.append(goal_note(f'mst >= {TREES_MST_GOAL:g}x faster than TurboParser CLE on the CPU '
+                             f'({row["ref turbo CLE (cpu)"]} ms, {row["size"]})', f'{speedup:.2f}x',
+                             speedup >= TREES_MST_GOAL, device_kind))
+    if row['size'] == '512x32' and isinstance(row.get('proj marg'), float):
+      notes.append(goal_note(f'projective marginals < {TREES_PROJECTIVE_GOAL_MS:g} ms (512x32)',
+                             f'{row["proj marg"]:.2f} ms', row['proj marg'] < TREES_PROJECTIVE_GOAL_MS,
+                             device_kind))
+  yield benchmarks.Table(
+      'ratios (< 1: ours faster); mst/TurboParser against the C++ CPU figure quoted in the issue '
+      '(38.6 / 19.2 / 96.6 ms at 512x32 / 64x64 / 32x200; "-" at other sizes); "1 sharp" = one '
+      'sentence of the batch on the exact fallback path', ratios, notes)
+
+
+# ------------------------------------------------------------------------------------------------
+# Running the families and writing the report.
+
+
+def environment() -> dict[str, Any]:
+  """Device, versions and baseline packages of this run."""
+  import jaxlib  # pylint: disable=g-import-not-at-top
+  device = jax.devices()[0]
+  commit = 'unknown'
+  try:
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, capture_output=True,
+                            text=True, timeout=10, check=True).stdout.strip() or 'unknown'
+  except (OSError, subprocess.SubprocessError):
+    pass
+  return {
+      'device': device.device_kind, 'platform': device.platform, 'device_count': jax.device_count(),
+      'jax': jax.__version__,
+      'jaxlib': getattr(jaxlib, '__version__', None) or jaxlib.version.__version__,
+      'python': platform.python_version(), 'cpu_count': os.cpu_count(),
+      'OPENBLAS_NUM_THREADS': os.environ.get('OPENBLAS_NUM_THREADS', 'unset'),
+      'commit': commit,
+      'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
+      'baselines': {name: package_version(module) for name, module in
+                    (('torch', 'torch'), ('torch-struct', 'torch_struct'), ('synjax', 'synjax'))},
+  }
+
+
+def run_report(out_dir: str, *, quick: bool = False, budget_s: float = 480.0,
+               repeats: Optional[int] = None, dtype: str = 'float32',
+               families: Optional[Sequence[Family]] = None,
+               clock: Optional[Callable[[], float]] = None) -> dict[str, Any]:
+  """Runs the families, rewriting `out_dir`/report.{md,json} after each table; returns the report.
+
+  Args:
+    out_dir: created if missing.
+    quick: tiny sizes (the CPU smoke run).
+    budget_s: wall seconds for the whole run (checked between units of work).
+    repeats: timed calls per measurement (None: 2 with quick, else 10).
+    dtype: 'float32' or 'float64' (the caller enables jax_enable_x64 for float64).
+    families: the families to run (default `FAMILIES`).
+    clock: seconds clock of the budget (default `time.monotonic`; tests pass a fake one).
+
+  Returns:
+    The report dict written to report.json: 'environment', 'settings', 'families' (per family:
+    'name', 'title', 'status' in {'ok', 'partial (budget)', 'skipped (budget)', 'not available',
+    'failed'}, 'reason', 'seconds', 'tables', 'skipped'), 'skipped', 'elapsed_s', 'complete'.
+  """
+  families = list(FAMILIES if families is None else families)
+  repeats = repeats or (QUICK_REPEATS if quick else DEFAULT_REPEATS)
+  budget = benchmarks.Budget(budget_s, clock)
+  run = benchmarks.ReportRun(quick=quick, repeats=repeats, dtype=dtype, budget=budget)
+  os.makedirs(out_dir, exist_ok=True)
+  report = {'environment': environment(),
+            'settings': {'quick': quick, 'budget_s': budget_s, 'repeats': repeats, 'dtype': dtype,
+                         'families': [f.name for f in families]},
+            'families': [{'name': f.name, 'title': f.title, 'status': 'pending', 'reason': '',
+                          'seconds': 0.0, 'tables': [], 'skipped': []} for f in families],
+            'skipped': budget.skipped, 'elapsed_s': 0.0, 'complete': False}
+
+  def save():
+    report['elapsed_s'] = budget.elapsed()
+    write_report(out_dir, report)
+
+  save()
+  for family, entry in zip(families, report['families']):
+    try:
+      report_tables = load_family(family)
+    except FamilyUnavailable as e:
+      entry['status'], entry['reason'] = 'not available', str(e)
+      continue
+    if not run.unit(family.name):
+      entry['status'] = 'skipped (budget)'
+      entry['skipped'] = [family.name]
+      continue
+    logging.info('report: family %s (%.0f s of the budget left)', family.name, budget.left())
+    start, skipped_before = budget.elapsed(), len(budget.skipped)
+    entry['status'] = 'running'
+    try:
+      for table in report_tables(run):
+        entry['tables'].append(table_dict(table))
+        entry['seconds'] = budget.elapsed() - start
+        save()
+      entry['status'] = 'ok'
+    except Exception as e:  # pylint: disable=broad-except
+      logging.error('report: family %s failed:\n%s', family.name, traceback.format_exc())
+      entry['status'], entry['reason'] = 'failed', f'{type(e).__name__}: {e}'
+    entry['seconds'] = budget.elapsed() - start
+    entry['skipped'] = budget.skipped[skipped_before:]
+    if entry['status'] == 'ok' and entry['skipped']:
+      entry['status'] = 'partial (budget)'
+    save()
+  report['complete'] = True
+  save()
+  return report
+
+
+def table_dict(table: benchmarks.Table) -> dict[str, Any]:
+  """A `Table` as plain JSON data; non-finite numbers become the strings 'nan' / 'inf' / '-inf'."""
+  def value(v):
+    if hasattr(v, 'item') and not isinstance(v, (str, bytes)):
+      v = v.item()  # numpy / jax scalars
+    if isinstance(v, float) and not math.isfinite(v):
+      return str(v)
+    return v if isinstance(v, (int, float, str)) or v is None else str(v)
+  return {'title': table.title, 'columns': table.columns(),
+          'rows': [{k: value(v) for k, v in row.items()} for row in table.rows],
+          'notes': list(table.notes)}
+
+
+def format_cell(value: Any) -> str:
+  """Numbers for the markdown tables: 3 significant digits below 1, 2 decimals to 100, then none."""
+  if isinstance(value, bool) or not isinstance(value, (int, float)):
+    return '-' if value is None else str(value).replace('|', '\\|')
+  if isinstance(value, int):
+    return f'{value:,}'
+  if not math.isfinite(value):
+    return str(value)
+  if abs(value) >= 100:
+    return f'{value:,.0f}'
+  if abs(value) >= 1:
+    return f'{value:.2f}'
+  return f'{value:.3g}'
+
+
+def markdown_table(table: dict[str, Any]) -> str:
+  columns = table['columns']
+  lines = ['| ' + ' | '.join(columns) + ' |',
+           '|' + '|'.join('---:' if any(isinstance(r.get(c), (int, float)) for r in table['rows'])
+                          else '---' for c in columns) + '|']
+  for row in table['rows']:
+    lines.append('| ' + ' | '.join(format_cell(row.get(c, '-')) for c in columns) + ' |')
+  return '\n'.join(lines)
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+  """report.md: the environment, a summary of the families, then one section per family."""
+  env, settings = report['environment'], report['settings']
+  baselines = ', '.join(f'{k} {v}' for k, v in env['baselines'].items())
+  lines = ['# Benchmark report', '',
+           f'- device: **{env["device"]}** ({env["platform"]}, {env["device_count"]} device(s)); '
+           f'jax {env["jax"]}, jaxlib {env["jaxlib"]}, Python {env["python"]}; {env["cpu_count"]} CPU '
+           f'cores, OPENBLAS_NUM_THREADS={env["OPENBLAS_NUM_THREADS"]}',
+           f'- dtype {settings["dtype"]}, {settings["repeats"]} timed calls per measurement (median, '
+           f'after a warm-up/compile call), budget {settings["budget_s"]:g} s, used '
+           f'{report["elapsed_s"]:.0f} s' + (', QUICK sizes (smoke run)' if settings['quick'] else ''),
+           f'- baselines: {baselines}',
+           f'- commit {env["commit"]}, {env["date"]}'
+           + ('' if report['complete'] else '; **INCOMPLETE: the run was still going or was killed**'),
+           '']
+  if env['platform'] == 'cpu':
+    lines += ['Measured on the CPU: compare the ratios; the absolute times are CPU times (the goals '
+              'are for a GPU).', '']
+  lines += ['| family | status | seconds | tables |', '|---|---|---:|---:|']
+  for family in report['families']:
+    status = family['status'] + (f': {family["reason"]}' if family['reason'] else '')
+    lines.append(f'| {family["name"]} | {status} | {family["seconds"]:.0f} | {len(family["tables"])} |')
+  for family in report['families']:
+    lines += ['', f'## {family["name"]}: {family["title"]}', '']
+    if family['status'] not in ('ok',):
+      lines += [f'Status: {family["status"]}' + (f' ({family["reason"]})' if family['reason'] else ''),
+                '']
+    for table in family['tables']:
+      lines += [table['title'], '', markdown_table(table), '']
+      lines += [f'- {note}' for note in table['notes']]
+      if table['notes']:
+        lines.append('')
+    if family['skipped'] and family['status'] != 'skipped (budget)':
+      lines += ['Skipped for the budget: ' + ', '.join(family['skipped']), '']
+  if report['skipped']:
+    lines += ['', '## Skipped for the budget', '', *[f'- {what}' for what in report['skipped']]]
+  return '\n'.join(lines).rstrip() + '\n'
+
+
+def write_report(out_dir: str, report: dict[str, Any]) -> None:
+  """Writes report.json and report.md atomically (write to a temporary file, then rename)."""
+  for name, text in (('report.json', json.dumps(report, indent=1, allow_nan=False)),
+                     ('report.md', format_markdown(report))):
+    path = os.path.join(out_dir, name)
+    with open(path + '.tmp', 'w', encoding='utf-8') as f:
+      f.write(text)
+    os.replace(path + '.tmp', path)
+
+
+def main(argv):
+  extra = [a for a in argv[2:] if not a.startswith('-')]
+  if extra:
+    raise ValueError(f'unexpected positional arguments {extra}; usage: python -m launch.benchmark report '
+                     '--out=DIR [--budget_s=480] [--quick] [--families=...] [--repeats=N] [--dtype=...]')
+  if not OUT.value:
+    raise ValueError('--out=DIR is required: the directory that receives report.md and report.json')
+  if benchmarks.DTYPE.value == 'float64':
+    jax.config.update('jax_enable_x64', True)
+  families = select_families(FAMILIES_FLAG.value)
+  repeats = benchmarks.REPEATS.value if flags.FLAGS['repeats'].present else None
+  report = run_report(OUT.value, quick=QUICK.value, budget_s=BUDGET_S.value, repeats=repeats,
+                      dtype=benchmarks.DTYPE.value, families=families)
+  print(format_markdown(report))
+  print(f'wrote {os.path.join(OUT.value, "report.md")} and report.json')
+  failed = [f['name'] for f in report['families'] if f['status'] == 'failed']
+  if failed:
+    raise SystemExit(f'error: families failed: {", ".join(failed)} (see report.md and the log above)')
