@@ -105,6 +105,9 @@ def test_kmax_pooling_keeps_order_ties_and_per_example_k():
   pooled, kept = dcnn.kmax_pooling(x, jnp.array([2, 1]), jnp.array([3, 3]), 3)
   np.testing.assert_array_equal(pooled[..., 0], [[3., 1., 0.], [1., 0., 0.]])
   np.testing.assert_array_equal(kept, [2, 1])
+  # Fewer positions than slots (a one-word sentence's windows): zero-padded to the static width.
+  pooled, kept = dcnn.kmax_pooling(x[:, :2], jnp.array([2, 1]), jnp.array([4, 4]), 4)
+  np.testing.assert_array_equal(pooled[..., 0], [[3., 1., 0., 0.], [1., 0., 0., 0.]])
 
 
 def test_kmax_pooling_gradient_routes_to_kept_values():

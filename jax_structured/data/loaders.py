@@ -44,6 +44,7 @@ from jax_structured.data import core
 from jax_structured.data import embeddings as embeddings_lib
 from jax_structured.data import registry
 from jax_structured.data import text as text_lib
+from jax_structured.data import tree_batching
 
 # --------------------------------------------------------------------------------------------------
 # Config schema
@@ -72,7 +73,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
 
 # Per loader: its extra keys and the defaults that differ from COMMON_DEFAULTS.
 LOADER_DEFAULTS: dict[str, dict[str, Any]] = {
-    'sst': {'config': 'fine', 'train_phrases': False},
+    'sst': {'config': 'fine', 'train_phrases': False, 'trees': False},
     'trec': {'config': 'coarse', 'lowercase': False, 'clean': True, 'validation_fraction': 0.1},
     'snli': {'lowercase': False},
     'quora_qqp': {'lowercase': False},
@@ -423,31 +424,45 @@ def load_sst(config) -> core.TaskData:
   tree leaves as in the files (lower-cased if `lowercase`). `train_phrases=True` trains on every
   labelled phrase of the training trees (as Kim 2014 and Tai et al. 2015 do; binary: neutral phrases
   dropped, 0-1 -> negative, 3-4 -> positive); dev/test always use whole sentences.
+  `trees=True` adds each sentence's binarised tree as node arrays (`tree_batching`: 'tree_children',
+  'tree_heights', 'tree_labels'; the batched Tree-LSTM's structure inputs); the tokens are then the tree
+  leaves exactly (split on ASCII spaces only: an SST word may contain U+00A0).
   """
   cfg = validate_config(config, 'sst')
   if cfg['config'] not in SST_LABELS:
     raise ValueError(f'config.data.config={cfg["config"]!r} for sst must be "fine" or "binary"')
+  if cfg['trees'] and cfg['train_phrases']:
+    raise ValueError('config.data.trees and config.data.train_phrases are both set: phrase examples have '
+                     'no tree of their own; train on whole trees (every node is labelled in tree_labels)')
   raw, skipped, _ = _read_splits('sst', cfg, cfg['config'])
   lower = cfg['lowercase']
   data = {}
   for split, records in raw.items():
     items = []
-    for r in _progress(records, f'sst/{split}'):
-      if split == 'train' and cfg['train_phrases']:
+    for index, r in enumerate(_progress(records, f'sst/{split}')):
+      if cfg['trees']:
+        tokens = [t.lower() if lower else t for t in r['text'].split(' ')]
+        try:
+          tree = tree_batching.binary_tree_arrays(r['tree'], tokens, lowercase=lower)
+        except tree_batching.TreeError as e:
+          where = _locate('sst', cfg, cfg['config'], split, r['tree'][:60], index)
+          raise tree_batching.TreeError(f'{where}: {e}') from None
+        items.append((tokens, int(r['label']), tree))
+      elif split == 'train' and cfg['train_phrases']:
         for label, tokens in text_lib.sst_phrases(r['tree']):
           if cfg['config'] == 'binary':
             if label == 2:
               continue
             label = int(label > 2)
-          items.append(([t.lower() if lower else t for t in tokens], int(label)))
+          items.append(([t.lower() if lower else t for t in tokens], int(label), {}))
       else:
-        items.append((text_lib.whitespace_tokenize(r['text'], lowercase=lower), int(r['label'])))
+        items.append((text_lib.whitespace_tokenize(r['text'], lowercase=lower), int(r['label']), {}))
     data[split] = _filter_train('sst', split, items, lambda x: len(x[0]), cfg, skipped)
-  vocab = _vocab((t for t, _ in data['train']), cfg)
-  examples = {s: [{'tokens': vocab.encode(t), 'label': y} for t, y in items]
+  vocab = _vocab((t for t, _, _ in data['train']), cfg)
+  examples = {s: [{'tokens': vocab.encode(t), 'label': y, **tree} for t, y, tree in items]
               for s, items in data.items()}
   return _finish('sst', 'sentence', cfg, vocab, SST_LABELS[cfg['config']], examples, skipped,
-                 lambda: [t for s in ('train', 'validation') for t, _ in data.get(s, [])])
+                 lambda: [t for s in ('train', 'validation') for t, _, _ in data.get(s, [])])
 
 
 @registry.register('trec')

@@ -115,14 +115,18 @@ def kmax_pooling(x: jax.Array, lengths: jax.Array, k: jax.Array, k_static: int) 
     x: float [..., T, *F] values.
     lengths: int [...] real positions of each sequence.
     k: int [...] how many to keep (<= k_static).
-    k_static: the static output width K.
+    k_static: the static output width K (inputs shorter than K are zero-padded to it).
 
   Returns:
     (pooled [..., K, *F], zero at slots >= the kept count; kept [...] = min(k, lengths)).
   """
-  steps = x.shape[len(lengths.shape)]
-  feature_shape = x.shape[len(lengths.shape) + 1:]
-  k_static = min(k_static, steps)
+  time_axis = len(lengths.shape)
+  if x.shape[time_axis] < k_static:  # fewer positions than slots: pad (never real, never kept)
+    pad = [(0, 0)] * x.ndim
+    pad[time_axis] = (0, k_static - x.shape[time_axis])
+    x = jnp.pad(x, pad)
+  steps = x.shape[time_axis]
+  feature_shape = x.shape[time_axis + 1:]
   # Move time last: [..., *F, T].
   moved = jnp.moveaxis(x, len(lengths.shape), -1)
   extra = (1,) * len(feature_shape)
