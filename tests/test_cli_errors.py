@@ -76,6 +76,12 @@ CASES = {
         ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/w', '--config.train.nope=1',
          '--verbosity=1'],
         ['unknown config key config.train.nope']),
+    'train workdir of another config': (
+        ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/other'],
+        ['workdir {tmp}/other holds a run of another config', 'seed: saved=5 current=0',
+         'use a fresh --workdir or the same config']),
+    'evaluate damaged workdir': (['launch.evaluate', '--workdir={tmp}/damaged'],
+                                 ['{tmp}/damaged/config.json is corrupted']),
     'evaluate missing workdir': (['launch.evaluate', '--workdir={tmp}/missing'],
                                  ['workdir {tmp}/missing does not exist']),
     'evaluate bad checkpoint': (['launch.evaluate', '--workdir={tmp}/missing', '--checkpoint=bestt'],
@@ -98,6 +104,10 @@ def runs(tmp_path_factory):
   (tmp / 'reviews').mkdir()
   (tmp / 'reviews' / 'train.tsv').write_bytes(BAD_UTF8)
   (tmp / 'light.py').write_text(LIGHT_CONFIG)
+  (tmp / 'other').mkdir()
+  (tmp / 'other' / 'config.json').write_text('{"seed": 5, "model": {"dim": 3}}')
+  (tmp / 'damaged').mkdir()
+  (tmp / 'damaged' / 'config.json').write_text('{not json')
   env = dict(os.environ, PYTHONPATH=REPO, JAX_PLATFORMS='cpu', OPENBLAS_NUM_THREADS='1')
 
   def launch(args):
@@ -111,13 +121,18 @@ def runs(tmp_path_factory):
 
 
 @pytest.mark.parametrize('name', sorted(CASES))
-def test_each_mistake_is_one_error_line_and_exit_status_2(runs, name):
+def test_each_mistake_is_one_error_message_and_exit_status_2(runs, name):
   out, tmp = runs[name]
-  lines = [line for line in out.stderr.splitlines() if line.strip()]
   assert out.returncode == 2, out.stderr[-3000:]
-  assert lines and lines[-1].startswith('error: '), out.stderr[-3000:]
+  lines = [line for line in out.stderr.splitlines() if line.strip()]
+  first = [i for i, line in enumerate(lines) if line.startswith('error: ')]
+  assert first, out.stderr[-3000:]
+  # The message is the end of stderr: one line, or a first line and the details a few carry (the
+  # differing keys of a workdir of another config).
+  message = '\n'.join(lines[first[0]:])
+  assert len(lines) - first[0] == (5 if name == 'train workdir of another config' else 1), message
   for part in CASES[name][1]:
-    assert part.format(tmp=tmp) in lines[-1], lines[-1]
+    assert part.format(tmp=tmp) in message, message
   if 'verbosity' in name:
     assert 'Traceback (most recent call last)' in out.stderr
   else:
