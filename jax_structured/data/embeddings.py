@@ -409,8 +409,8 @@ def _read_text_vectors(location: _Location, wanted: set[str],
                        expected_dim: int | None) -> tuple[dict[str, np.ndarray], int]:
   """Streams a GloVe (no header) or word2vec text (`count dim` header) file, keeping `wanted` words.
 
-  Memory stays O(len(wanted) x dim): lines are read one at a time and values are parsed only for
-  wanted words (and checked on the first 1000 lines). Words that contain spaces (they occur in GloVe
+  Memory stays O(len(wanted) x dim): lines are read one at a time; lines are split and values parsed
+  only for wanted words (and checked on the first 1000 lines; later lines' fields are counted). Words that contain spaces (they occur in GloVe
   840B) are handled: the last `dim` fields are the vector, the rest the word. Every line must hold a
   word and exactly `dim` values (a ragged row is an error naming `file:line`).
   """
@@ -426,8 +426,14 @@ def _read_text_vectors(location: _Location, wanted: set[str],
       if not line:
         break
       line_no += 1
+      body = line.rstrip('\n').rstrip('\r').rstrip(' ')
+      if dim is not None and not _needs_check(line_no) and body.count(' ') == dim:
+        # The common line, a word without spaces and `dim` values: split only if the word is wanted.
+        space = body.index(' ')
+        if space and body[:space] not in wanted:
+          continue
       where = f'{location.where}:{line_no}'
-      fields = line.rstrip('\n').rstrip('\r').rstrip(' ').split(' ')
+      fields = body.split(' ')
       if line_no == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
         dim = int(fields[1])  # word2vec text header "count dim"
         if dim <= 0:
