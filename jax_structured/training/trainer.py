@@ -163,6 +163,11 @@ def _setup(config, task_data, *, sample, mode: str, total_steps: int) -> _Setup:
 
 def evaluate_split(setup: _Setup, state: Any, split, batch_size: int) -> dict[str, float]:
   """Task metrics of `state` (in the runner's layout) on every batch of `split`."""
+  return setup.task.summarize(_evaluate_sums(setup, state, split, batch_size))
+
+
+def _evaluate_sums(setup: _Setup, state: Any, split, batch_size: int) -> dict[str, tuple[float, float]]:
+  """{metric: (sum, count)} of `state` over every batch of `split` (host numbers)."""
   acc = metrics_lib.Accumulator()
   task_name = setup.config.get('task') or setup.task_data.kind
   for i, batch in enumerate(split.batches(batch_size, shuffle=False, num_shards=setup.runner.num_shards)):
@@ -173,7 +178,7 @@ def evaluate_split(setup: _Setup, state: Any, split, batch_size: int) -> dict[st
   sums = acc.result()
   if not sums:
     raise ValueError(f'split {split.name!r} produced no batches')
-  return setup.task.summarize(sums)
+  return sums
 
 
 def _abstract_like(state: Any, sharding) -> Any:
@@ -497,10 +502,17 @@ def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int) -> dict:
   best = ckpts.resolve('best')
   state, _ = ckpts.restore(best, _abstract_like(setup.state, setup.runner.replicated))
   placed = setup.runner.place(state)
-  results: dict[str, Any] = {'best_step': best}
+  results: dict[str, Any] = {'best_step': best,
+                             'num_parameters': int(sum(np.size(x) for x in jax.tree.leaves(state.params)))}
   for split in EVAL_SPLITS:
     if split in task_data.splits:
       results[split] = evaluate_split(setup, placed, task_data.splits[split], batch_size)
+  if 'test' in task_data.splits:  # inference speed: a second, compiled pass over test, timed
+    start = time.perf_counter()
+    sums = _evaluate_sums(setup, placed, task_data.splits['test'], batch_size)
+    seconds = time.perf_counter() - start
+    examples = float(sums.get('accuracy', sums['loss'])[1])
+    results['inference_examples_per_second'] = examples / seconds if seconds > 0 else None
   return results
 
 
@@ -599,6 +611,10 @@ def train_variants(config: ml_collections.ConfigDict, workdir: str, *,
   return results
 
 
+COST_COLUMNS = (('num_parameters', 'parameters', '{:,}'), ('steps_per_second', 'train steps/s', '{:.2f}'),
+                ('inference_examples_per_second', 'inference examples/s', '{:.1f}'))
+
+
 def comparison_table(results: Mapping[str, Mapping[str, Any]]) -> str:
   """A Markdown table: one row per variant, one column per (split, metric)."""
   columns = []
@@ -607,11 +623,17 @@ def comparison_table(results: Mapping[str, Mapping[str, Any]]) -> str:
       for metric in (r.get(split) or {}):
         if (split, metric) not in columns:
           columns.append((split, metric))
-  head = '| variant | ' + ' | '.join(f'{s} {m}' for s, m in columns) + ' |'
-  rule = '|---|' + '---:|' * len(columns)
+  # Cost columns (when the runs report them): parameters, training steps/s (compilation excluded),
+  # inference examples/s (a compiled pass over test).
+  costs = [(key, title, fmt) for key, title, fmt in COST_COLUMNS
+           if any(r.get(key) is not None for r in results.values())]
+  head = ('| variant | ' + ' | '.join([f'{s} {m}' for s, m in columns] + [t for _, t, _ in costs])
+          + ' |')
+  rule = '|---|' + '---:|' * (len(columns) + len(costs))
   rows = []
   for name, r in results.items():
     cells = [f'{r[s][m]:.4f}' if r.get(s) and m in r[s] else '' for s, m in columns]
+    cells += [fmt.format(r[key]) if r.get(key) is not None else '' for key, _, fmt in costs]
     rows.append(f'| {name} | ' + ' | '.join(cells) + ' |')
   return '\n'.join([head, rule] + rows) + '\n'
 
