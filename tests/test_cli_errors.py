@@ -147,6 +147,19 @@ def test_a_failed_build_leaves_nothing_and_no_workdir_is_made(runs):
     assert not (runs[name][1] / 'w').exists()
 
 
+def test_every_launcher_runs_under_the_error_handler():
+  # A launcher added later (the open issues add some) must use it too.
+  launchers = [p for p in sorted(os.listdir(os.path.join(REPO, 'launch')))
+               if p.endswith('.py') and not p.startswith('_')]
+  assert {'train.py', 'evaluate.py', 'induce_trees.py', 'show_attention.py', 'parse.py',
+          'benchmark.py'} <= set(launchers)
+  for name in launchers:
+    source = open(os.path.join(REPO, 'launch', name), encoding='utf-8').read()
+    assert 'app.run(' not in source, f'launch/{name} calls absl app.run: use launch._errors.run'
+    if name != 'benchmark.py':  # benchmark.run() dispatches to _errors.run
+      assert "if __name__ == '__main__':\n  _errors.run(main" in source, name
+
+
 def _raised(fn):
   try:
     fn()

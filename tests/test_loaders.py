@@ -10,6 +10,7 @@ import pytest
 
 from jax_structured import data
 from jax_structured.data import core
+from jax_structured.data import builders
 from jax_structured.data import loaders
 from jax_structured.data import text
 
@@ -363,6 +364,32 @@ def test_text_classification(tmp_path, tfds_dir):
       ['good', 'film', '.'], ['i', 'liked', 'it', ',', 'e.g.', 'the', 'end', '.']]
   assert [docs.label_names[e['label']] for e in docs.splits['validation'].examples] == ['pos', 'neg']
   _all_once(docs.splits['train'], batch_size=2)
+
+
+def test_text_classification_bom_encoding_blank_lines_and_summary(tmp_path, tfds_dir, capsys):
+  # A UTF-8 BOM made a third label '\ufeffpos' on a binary set; cp1252 text had no encoding option;
+  # the summary listed truncated (kept) documents under "skipped".
+  manual = tmp_path / 'reviews'
+  manual.mkdir()
+  (manual / 'train.tsv').write_bytes(b'pos\tA \x93great\x94 film. Loved it. Truly.\n'
+                                     b'neg\tBad.\npos\tGood.\n\n')
+  (manual / 'dev.tsv').write_bytes(b'\xef\xbb\xbfneg\tAwful.\npos\tNice.\n')
+  (manual / 'test.tsv').write_bytes('neg\tPoor.\npos\tFine.\n'.encode('utf-16'))
+  with pytest.raises(builders.FormatError, match=r'train\.tsv:1: not valid utf-8 .*config\.data\.encoding'):
+    data.load(_config('text_classification', manual, tfds_dir))
+  task = data.load(_config('text_classification', manual, tfds_dir, min_count=1, encoding='cp1252',
+                           split_sentences=True, max_sentences=2))
+  assert task.label_names == ['neg', 'pos']  # the BOM'd dev and UTF-16 test labels are known ones
+  for split in ('validation', 'test'):
+    assert [task.label_names[e['label']] for e in task.splits[split].examples] == ['neg', 'pos']
+  assert [task.vocab.decode(s) for s in task.splits['train'].examples[0]['sentences']] == [
+      ['a', '\u201c', 'great', '\u201d', 'film', '.'], ['loved', 'it', '.']]
+  assert task.skipped == {'train/blank_line': 1}
+  assert task.extras['truncated'] == {'train/truncated_document': 1}
+  printed = capsys.readouterr().out
+  assert 'skipped train/blank_line: 1; truncated (kept) train/truncated_document: 1' in printed
+  with pytest.raises(ValueError, match=r"config\.data\.encoding='utf-99' is not a text encoding"):
+    data.load(_config('text_classification', manual, tfds_dir, encoding='utf-99'))
 
 
 @pytest.mark.shared_data

@@ -134,8 +134,9 @@ def read_lines(path: PathLike, encoding: str = 'utf-8', *,
             count += 1
             if len(first) < FIRST_BAD_LINES:
               first.append(later)
+        marked = ' although the file starts with a utf-8 byte-order mark' if bom_encoding else ''
         raise FormatError(path, lineno, f'not valid {encoding} text ({e.reason} at byte {e.start})'
-                          + _bad_lines_summary(count, first, f'are not valid {encoding}')
+                          + marked + _bad_lines_summary(count, first, f'are not valid {encoding}')
                           + encoding_hint) from None
       yield lineno, line
 
