@@ -162,7 +162,7 @@ class HANEncoder(_Boundaries):
     mask = jsnn.sequence_mask(flat_len, steps)
     words = han_lib.ResetBiGRU(self.hidden_size, name='word_gru')(flat_x, flat_len, closed)
     mean = not self.attention
-    s, alpha = han_lib.SegmentAttention(self.attention_size, mean=mean, name='word_attention')(
+    s, alpha = han_lib.SegmentAttention(self.attention_size, mean=mean, name='word_pooling')(
         words, ids, mask)
     self.sow('intermediates', sow_prefix + 'word_attention', alpha.reshape(batch_shape + (steps,)))
     self.sow('intermediates', sow_prefix + 'static_boundaries', closed.reshape(batch_shape + (steps,)))
