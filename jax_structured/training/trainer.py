@@ -307,6 +307,10 @@ def _write_run_files(run: _Run, workdir: str) -> None:
                 'higher_is_better': task.higher_is_better, 'batch_spec': _batch_spec(run.sample),
                 'embeddings_shape': (None if task_data.embeddings is None
                                      else list(np.shape(task_data.embeddings)))})
+  coverage = task_data.extras.get('embedding_coverage') if task_data.extras else None
+  if coverage is not None and jax.process_index() == 0:  # pretrained vectors: what they covered
+    from jax_structured.data import embeddings as embeddings_lib  # pylint: disable=g-import-not-at-top
+    embeddings_lib.write_report(coverage, workdir)
 
 
 class _TrainLoop:
