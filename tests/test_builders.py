@@ -635,6 +635,19 @@ def test_undecodable_files_count_their_bad_lines_and_leave_nothing_behind(tmp_pa
                            encoding='klingon')
 
 
+def test_document_classification_takes_an_encoding(tmp_path):
+  manual = tmp_path / 'yelp'
+  manual.mkdir()
+  (manual / 'yelp-2013-seg-20-20.train.ss').write_bytes(
+      'u1\t\tp1\t\t4\t\tcaf\u00e9 \u2013 great . <sssss> ok\n'.encode('cp1252'))
+  with pytest.raises(builders.FormatError, match=r'train\.ss:1: not valid utf-8 .*config\.data\.encoding'):
+    builders.load_examples('document_classification', 'train', manual_dir=manual,
+                           data_dir=tmp_path / 'tfds', config='yelp13')
+  assert builders.load_examples('document_classification', 'train', manual_dir=manual,
+                                data_dir=tmp_path / 'tfds', config='yelp13', encoding='cp1252') == [
+                                    {'sentences': ['caf\u00e9 \u2013 great .', 'ok'], 'label': '4'}]
+
+
 def test_malformed_lines_are_counted_with_the_first_few(tmp_path):
   manual = tmp_path / 'mine'
   manual.mkdir()

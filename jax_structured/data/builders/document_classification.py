@@ -24,6 +24,9 @@ Configs and upstream formats:
 Features: `sentences` (list of str: the sentences where the format splits them (Tang), else a
 single element holding the whole text, for the pipeline to split) and `label` (str, as written
 upstream: `'1'`..`'5'`, `'positive'`, `'Y'`, ...).
+
+Every format is read as UTF-8 unless the user gives another encoding (`config.data.encoding`, for a
+re-encoded copy); a byte-order mark (UTF-8, UTF-16) is removed and decides the encoding.
 """
 from __future__ import annotations
 
