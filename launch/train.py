@@ -15,6 +15,7 @@ from absl import app
 from absl import flags
 from ml_collections import config_flags
 
+from jax_structured import errors
 from launch import _errors
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment config file (get_config()).',
@@ -46,8 +47,13 @@ def take_data_overrides(argv: list[str]) -> list[str]:
   are `'true'` / `'false'`; `--config.data.key VALUE` takes the next argument) and are checked at once
   against the text_classification loader's keys, before anything heavy is imported.
   """
-  if not any(re.match(r'--?text_classification_dir(=|$)', arg) for arg in argv):
+  given = [i for i, arg in enumerate(argv) if re.match(r'--?text_classification_dir(=|$)', arg)]
+  if not given:
     return argv
+  last = argv[given[-1]]
+  if not (last.partition('=')[2] if '=' in last else given[-1] + 1 < len(argv)):
+    raise errors.UserError('--text_classification_dir is empty: give the folder with your '
+                           'train/dev/test .tsv or .jsonl files')
   from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
   rest, i = [], 0
   while i < len(argv):

@@ -59,6 +59,10 @@ CASES = {
         ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/w',
          '--text_classification_dir={tmp}/reviews', '--config.data.tokenizer=x'],
         ['unknown config key --config.data.tokenizer (the text_classification loader has no such key)']),
+    'train empty text folder flag': (
+        ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/w', '--text_classification_dir=',
+         '--config.data.min_count=2'],
+        ['--text_classification_dir is empty']),
     'train missing text folder': (
         ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/w',
          '--text_classification_dir={tmp}/nowhere'],
