@@ -117,8 +117,8 @@ def test_sst_parse_tree_leaves_and_root():
 def test_sst_malformed_line_names_file_and_line(tmp_path):
   manual = tmp_path / 'manual'
   manual.mkdir()
-  (manual / 'train.txt').write_text('(3 (2 fine) (3 tree))\n(2 (2 broken)\n')
-  with pytest.raises(ValueError, match=r'train\.txt:2: unbalanced'):
+  (manual / 'train.txt').write_text('(3 (2 fine) (3 tree))\n(2 (2 broken)\n(1 ok)\n(x bad)\n')
+  with pytest.raises(ValueError, match=r'train\.txt:2: unbalanced.*; 2 lines are malformed \(lines 2, 4\)$'):
     builders.load_examples('sst', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
   # The failed build leaves nothing half-written behind: fixing the file is enough.
   (manual / 'train.txt').write_text('(3 (2 fine) (3 tree))\n(2 (2 mended))\n')

@@ -130,11 +130,7 @@ class Sst(_base.ManualBuilder, skip_registration=True):
                 dropped: collections.Counter) -> Iterator[dict]:
     binary = self.builder_config.name == 'binary'
     for path in files:
-      for lineno, line in _base.read_lines(path):
-        try:
-          root_label, leaves = parse_tree(line)
-        except ValueError as e:
-          raise _base.FormatError(path, lineno, str(e)) from None
+      for _, ((root_label, leaves), line) in _base.parse_lines(path, lambda l: (parse_tree(l), l)):
         label = root_label
         if binary:
           label = binary_label(root_label)
