@@ -11,6 +11,7 @@ import optax
 import pytest
 
 from jax_structured import models
+from jax_structured.data import tree_batching
 from jax_structured.models import encoders
 from jax_structured.models import heads
 from jax_structured.training import tasks
@@ -40,6 +41,19 @@ def _heads_tree(rng, lengths, width):
   return out
 
 
+def _binary_trees(lengths, width):
+  """Random binarised trees over each sentence (seeded by the lengths), as batch arrays padded to width."""
+  rng = np.random.default_rng(int(np.sum(lengths)))
+  lines = []
+  for n in lengths:
+    nodes = [f'(2 w{i})' for i in range(n)]
+    while len(nodes) > 1:
+      i = int(rng.integers(0, len(nodes) - 1))
+      nodes[i:i + 2] = [f'(2 {nodes[i]} {nodes[i + 1]})']
+    lines.append(nodes[0])
+  return tree_batching.collate_trees([tree_batching.binary_tree_arrays(t) for t in lines], width)
+
+
 def _structure(keys, rng, lengths, width, prefix=''):
   out = {}
   for key in keys:
@@ -47,6 +61,8 @@ def _structure(keys, rng, lengths, width, prefix=''):
       out[prefix + key] = _heads_tree(rng, lengths, width)
     elif key == 'boundaries':
       out[prefix + key] = (rng.random((len(lengths), width)) < 0.3).astype(np.float32)
+    elif key in tree_batching.TREE_KEYS:  # SST-style binary trees (the same for a batch padded longer)
+      out[prefix + key] = _binary_trees(lengths, width)[key]
     else:
       pytest.fail(f'tests/test_encoders.py cannot make structure input {key!r}: teach _structure')
   return out

@@ -23,6 +23,7 @@ values and zeroes the rest, so a sentence padded longer gives exactly the same o
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
@@ -144,6 +145,40 @@ def kmax_pooling(x: jax.Array, lengths: jax.Array, k: jax.Array, k_static: int) 
   return jnp.moveaxis(values, -1, len(lengths.shape)), kept
 
 
+@functools.partial(jax.jit, static_argnames=('layer', 'num_layers', 'k_top', 'convolution', 'steps'))
+def dcnn_layer(h: jax.Array, n: jax.Array, lengths: jax.Array, kernel: jax.Array, bias: jax.Array, *,
+               layer: int, num_layers: int, k_top: int, convolution: str, steps: int
+               ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+  """DCNN layer l of L (module docstring; one jitted function, so that eager calls compile once).
+
+  Args:
+    h: [B, T_l, C] ('full') or [B, T_l, n_in, R] ('row') the layer's input, zero at slots >= n.
+    n: int [B] real input positions; lengths: int [B] sentence lengths s (for k_l).
+    kernel: [m, C, F] or [m, n_in, F, R]; bias: [F] or [F, R'] (R' = R / 2 when the layer folds).
+    layer, num_layers, k_top, convolution: l, L, k_top and the convolution kind.
+    steps: the padded sentence length T (the static pooled width).
+
+  Returns:
+    (output [B, K_l, F] or [B, K_l, F, R'], zero at slots >= n_l; n_l [B]; for layer 1 the word-aligned
+    tanh(convolution + bias) of the window ending at each word, [B, T, F * R'], else None).
+  """
+  width = kernel.shape[0]
+  if convolution == 'full':
+    conv = wide_convolution(h, kernel)  # [B, T_l + m - 1, F]
+  else:
+    conv = row_convolution(h, kernel)  # [B, T_l + m - 1, F, R]
+    if layer == num_layers:
+      conv = fold(conv)
+  first = None
+  if layer == 1:
+    states = jnp.tanh(conv[:, :steps] + bias)
+    first = masks.masked_fill(states.reshape(states.shape[:2] + (-1,)), masks.sequence_mask(lengths, steps))
+  k = dynamic_k(lengths, layer, num_layers, k_top)
+  pooled, kept = kmax_pooling(conv, n + width - 1, k, static_k(steps, layer, num_layers, k_top))
+  out = jnp.tanh(pooled + bias)  # Kalchbrenner: bias and non-linearity after the pooling
+  return masks.masked_fill(out, masks.sequence_mask(kept, out.shape[1])), kept, first
+
+
 class DCNN(nn.Module):
   """One DCNN: `len(widths)` layers of wide convolution, (folding), dynamic k-max pooling, bias, tanh.
 
@@ -190,23 +225,18 @@ class DCNN(nn.Module):
     for l, width in enumerate(self.widths, start=1):
       if self.convolution == 'full':
         kernel = self.param(f'kernel_{l}', init, (width, h.shape[-1], self.features))
-        conv = wide_convolution(h, kernel)  # [B, T_l + m - 1, F]
         bias = self.param(f'bias_{l}', nn.initializers.zeros, (self.features,))
       else:
-        rows = h.shape[-1]
-        kernel = self.param(f'kernel_{l}', _row_init, (width, h.shape[-2], self.features, rows))
-        conv = row_convolution(h, kernel)  # [B, T_l + m - 1, F, R]
-        if l == num_layers:
-          conv = fold(conv)
-        bias = self.param(f'bias_{l}', nn.initializers.zeros, conv.shape[-2:])
+        rows = h.shape[-1] // (2 if l == num_layers else 1)
+        if l == num_layers and h.shape[-1] % 2:
+          raise ValueError(f'folding needs an even number of rows, got {h.shape[-1]} (use an even '
+                           'embedding_dim with convolution="row")')
+        kernel = self.param(f'kernel_{l}', _row_init, (width, h.shape[-2], self.features, h.shape[-1]))
+        bias = self.param(f'bias_{l}', nn.initializers.zeros, (self.features, rows))
+      h, n, states = dcnn_layer(h, n, lengths, kernel, bias, layer=l, num_layers=num_layers,
+                                k_top=self.k_top, convolution=self.convolution, steps=steps)
       if l == 1:
-        states = jnp.tanh(conv[:, :steps] + bias)
-        first = masks.masked_fill(states.reshape(states.shape[:2] + (-1,)), masks.sequence_mask(lengths, steps))
-      k = dynamic_k(lengths, l, num_layers, self.k_top)
-      k_static = static_k(steps, l, num_layers, self.k_top)
-      pooled, n = kmax_pooling(conv, n + width - 1, k, k_static)
-      h = jnp.tanh(pooled + bias)
-      h = masks.masked_fill(h, masks.sequence_mask(n, h.shape[1]))
+        first = states
     local = h.reshape(h.shape[:2] + (-1,))
     return local, n, first
 

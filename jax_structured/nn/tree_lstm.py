@@ -17,6 +17,7 @@ Two cells (Tai et al. sec. 3; Chen et al. 2017 eqs. 4-9 write the N-ary one):
 Batching (the DGL idea, done on device with static shapes): all nodes of a batch advance together,
 one `lax.scan` step per tree level, each step gathering the children's states; steps past the batch's
 deepest tree are skipped with `lax.cond`, so a batch costs (its depth + 1) steps of whole-batch work.
+The functions are jitted (a no-op inside an outer jit), so that eager calls compile once, not op by op.
 
 Binary-tree arrays (built by `data.tree_batching.binary_tree_arrays`) for a sentence of s words padded
 to T: node ids 0..s-1 are the leaves (word i is node i); node s + j is internal node j (j < s - 1) in
@@ -69,6 +70,7 @@ def _gather_nodes(leaf: jax.Array, node: jax.Array, ids: jax.Array, lengths: jax
   return out.reshape(ids.shape + (hidden,))
 
 
+@jax.jit
 def binary_tree_lstm(params: Mapping[str, jax.Array], x: jax.Array, lengths: jax.Array,
                      children: jax.Array, heights: jax.Array
                      ) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -118,6 +120,7 @@ def binary_tree_lstm(params: Mapping[str, jax.Array], x: jax.Array, lengths: jax
   return leaf_h, node_h, root_h[:, 0, 0]
 
 
+@jax.jit
 def dependency_depths(heads: jax.Array, lengths: jax.Array) -> jax.Array:
   """Depth of every word in its dependency tree (root words 0): heads [B, T] (-1 = ROOT) -> int32 [B, T];
   -1 at padding and for words not connected to a root (a cycle, which a valid tree never has)."""
@@ -134,6 +137,7 @@ def dependency_depths(heads: jax.Array, lengths: jax.Array) -> jax.Array:
   return jax.lax.fori_loop(0, steps, relax, depth0)
 
 
+@jax.jit
 def child_sum_tree_lstm(params: Mapping[str, jax.Array], x: jax.Array, lengths: jax.Array,
                         heads: jax.Array) -> tuple[jax.Array, jax.Array]:
   """The Child-Sum Tree-LSTM over a batch of dependency trees, deepest level first (one `lax.scan`).
