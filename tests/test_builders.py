@@ -329,8 +329,9 @@ def test_quora_layout_detection():
 def test_quora_line_breaking_the_detected_layout(tmp_path):
   manual = tmp_path / 'manual'
   manual.mkdir()
-  (manual / 'test.tsv').write_text('1\ta\tb\t1\n0\tc\td\t2\nx\ty\t1\n')
-  with pytest.raises(ValueError, match=r'test\.tsv:3: expected 4 tab-separated fields .*layout bimpm'):
+  (manual / 'test.tsv').write_text('1\ta\tb\t1\n0\tc\td\t2\nx\ty\t1\n1\tok\tok\t3\n\n')
+  with pytest.raises(ValueError, match=r'test\.tsv:3: expected 4 tab-separated fields .*layout bimpm\); '
+                     r'2 lines are malformed \(lines 3, 5\)$'):
     builders.load_examples('quora_qqp', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
   (manual / 'test.tsv').write_text('only one field\n')
   with pytest.raises(ValueError, match=r'test\.tsv:1: neither'):

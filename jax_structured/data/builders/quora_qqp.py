@@ -91,11 +91,15 @@ class QuoraQqp(_base.ManualBuilder, skip_registration=True):
                 dropped: collections.Counter) -> Iterator[dict]:
     for path in files:
       layout = None
-      for lineno, line in _base.read_lines(path):
+
+      def parse(line):
+        nonlocal layout
         try:
           if layout is None:
             layout = detect_layout(line)
-          example = parse_line(line, layout)
+          return parse_line(line, layout)
         except ValueError as e:
-          raise _base.FormatError(path, lineno, f'{e} (layout {layout or "undetected"})') from None
+          raise ValueError(f'{e} (layout {layout or "undetected"})') from None
+
+      for _, example in _base.parse_lines(path, parse):
         yield example
