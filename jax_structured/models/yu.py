@@ -88,11 +88,10 @@ class RelationNetworkEncoder(_RelationEncoder):
 
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
+    heads = rn_lib.supervised_heads(self.tree, structure, lengths, x.shape[:-1])
     objects, lengths, root = self._objects(x, lengths, train)
-    heads = rn_lib.supervised_heads(self.tree, structure)
     g = rn_lib.PairRelation(self.relation_size, name='g')
     if heads is not None:  # the given tree: each word with its head
-      rn_lib.validate_heads(heads, lengths, objects.shape[:-1])
       relations = g.aligned(rn_lib.parent_objects(objects, heads, root), objects)  # [..., n, H]
       mask = jsnn.sequence_mask(lengths, objects.shape[-2]).astype(relations.dtype)
       pooled = rn_lib.aggregate(relations[..., None, :, :], mask[..., None, :], (-3, -2),
@@ -125,12 +124,11 @@ class RelationIntraAttentionEncoder(_RelationEncoder):
 
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
+    heads = rn_lib.supervised_heads(self.tree, structure, lengths, x.shape[:-1])
     objects, lengths, root = self._objects(x, lengths, train)
-    heads = rn_lib.supervised_heads(self.tree, structure)
     g = rn_lib.PairRelation(self.relation_size, name='g')
     f = rn_lib.ResidualMLP(self.relation_size, name='f')
     if heads is not None:
-      rn_lib.validate_heads(heads, lengths, objects.shape[:-1])
       context = f(g.aligned(rn_lib.parent_objects(objects, heads, root), objects))  # r_i
     else:
       weights = rn_lib.structure_weights(self, self.tree, objects, lengths, root, None,
@@ -168,13 +166,11 @@ class RecurrentRelationEncoder(_RelationEncoder):
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     if self.num_steps < 1:
       raise ValueError(f'config.model.encoder.num_steps={self.num_steps} must be >= 1')
+    heads = rn_lib.supervised_heads(self.tree, structure, lengths, x.shape[:-1])
     objects, lengths, root = self._objects(x, lengths, train)
-    heads = rn_lib.supervised_heads(self.tree, structure)
     g = rn_lib.PairRelation(self.relation_size, name='g')
     cell = nn.LSTMCell(objects.shape[-1], name='f')
-    if heads is not None:
-      rn_lib.validate_heads(heads, lengths, objects.shape[:-1])
-    else:
+    if heads is None:
       weights = rn_lib.structure_weights(self, self.tree, objects, lengths, root, None,
                                          single_root=self.single_root, sow_prefix=sow_prefix,
                                          sow_splits=sow_splits)  # fixed across steps

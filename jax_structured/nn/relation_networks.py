@@ -286,15 +286,22 @@ def validate_heads(heads: jax.Array, lengths: jax.Array, shape: tuple[int, ...])
     check_heads(heads, lengths)
 
 
-def supervised_heads(tree: str, structure) -> Optional[jax.Array]:
-  """structure['heads'] for tree='supervised' (a clear error when it is missing), else None."""
+def supervised_heads(tree: str, structure, lengths: jax.Array, shape: tuple[int, ...],
+                     ) -> Optional[jax.Array]:
+  """structure['heads'] int32 [*shape] for tree='supervised', validated (`validate_heads`), else None.
+
+  Raises:
+    ValueError when the heads are missing, misshapen or (concrete and) not trees.
+  """
   if tree != 'supervised':
     return None
   if not structure or 'heads' not in structure:
     raise ValueError("tree='supervised' needs structure['heads'] (batch key 'heads', or "
                      "'premise_heads' / 'hypothesis_heads' for pairs): set config.data.trees to a "
                      'parser workdir (launch.parse --annotate) so that every example has heads')
-  return jnp.asarray(structure['heads'], jnp.int32)
+  heads = jnp.asarray(structure['heads'], jnp.int32)
+  validate_heads(heads, lengths, shape)
+  return heads
 
 
 def masked_states(x: jax.Array, lengths: jax.Array) -> jax.Array:
