@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Mapping, Optional, Sequence
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import ml_collections
 
 from jax_structured import nn as jsnn
 from jax_structured.models import encoders
@@ -188,3 +189,174 @@ class RecurrentRelationEncoder(_RelationEncoder):
       memory = rn_lib.masked_states(memory, lengths)
       hidden = rn_lib.masked_states(hidden, lengths)
     return encoders.EncoderOutput(hidden)
+
+
+# --- Config builders of configs/yu/*.py (Tables 1a, 1b, 2a) ------------------------------------------
+
+def _rn(name: str, tree: str, aggregation: str) -> dict[str, Any]:
+  return {'name': name, 'hidden_size': 300, 'relation_size': 300, 'tree': tree,
+          'aggregation': aggregation, 'dropout_rate': 0.5}
+
+
+# Table row -> (encoder section, pooling). Baselines: bag of words (mean of the word vectors), BiLSTM with
+# max pooling, Liu & Lapata's structured attention as Yu et al. re-implement it (footnote 6: the same o_i
+# for attention and summation). RN rows: appendix A.1 (sum in the vanilla RN; max in the intra-attention
+# and recurrent models, whose word vectors are max-pooled).
+ROWS: dict[str, tuple[dict[str, Any], str]] = {
+    'bow': ({'name': 'bow'}, 'mean'),
+    'bilstm_max': ({'name': 'bilstm', 'hidden_size': 300}, 'max'),
+    'structured_attention': ({'name': 'liu_lapata', 'hidden_size': 300, 'attention': 'structured',
+                              'shared_features': True}, 'max'),
+    'rn_none': (_rn('rn', 'none', 'sum'), 'encoder'),
+    'rn_supervised': (_rn('rn', 'supervised', 'sum'), 'encoder'),
+    'rn_latent': (_rn('rn', 'latent', 'sum'), 'encoder'),
+    'rn_intra_attn_none': (_rn('rn_intra_attn', 'none', 'max'), 'max'),
+    'rn_intra_attn_supervised': (_rn('rn_intra_attn', 'supervised', 'max'), 'max'),
+    'rn_intra_attn_latent': (_rn('rn_intra_attn', 'latent', 'max'), 'max'),
+    'recurrent_rn_supervised': (_rn('recurrent_rn', 'supervised', 'max'), 'max'),
+    'recurrent_rn_latent': (_rn('recurrent_rn', 'latent', 'max'), 'max'),
+}
+SUPERVISED_ROWS = tuple(r for r, (section, _) in ROWS.items() if section.get('tree') == 'supervised')
+
+# Test accuracy (%) of the paper: Table 1a (SNLI), 1b (Quora), 2a (TREC).
+PAPER_TEST_ACCURACY = {
+    'snli': {'bow': 77.9, 'bilstm_max': 85.1, 'structured_attention': 84.5, 'rn_none': 84.1,
+             'rn_supervised': 83.7, 'rn_latent': 83.6, 'rn_intra_attn_none': 84.0,
+             'rn_intra_attn_supervised': 84.7, 'rn_intra_attn_latent': 85.2,
+             'recurrent_rn_supervised': 85.2, 'recurrent_rn_latent': 85.7},
+    'quora': {'bow': 81.3, 'bilstm_max': 86.8, 'structured_attention': 86.8, 'rn_none': 86.4,
+              'rn_supervised': 86.7, 'rn_latent': 87.0, 'rn_intra_attn_none': 85.9,
+              'rn_intra_attn_supervised': 87.2, 'rn_intra_attn_latent': 87.4,
+              'recurrent_rn_supervised': 87.1, 'recurrent_rn_latent': 87.0},
+    'trec': {'bow': 85.1, 'bilstm_max': 93.1, 'structured_attention': 91.7, 'rn_none': 93.1,
+             'rn_supervised': 92.5, 'rn_latent': 92.9, 'rn_intra_attn_none': 92.7,
+             'rn_intra_attn_supervised': 92.3, 'rn_intra_attn_latent': 92.1,
+             'recurrent_rn_supervised': 94.0, 'recurrent_rn_latent': 94.2},
+}
+DATASETS = {'trec': 'trec', 'snli': 'snli', 'quora': 'quora_qqp'}  # config file -> loader
+SHARED = {'trec': '../shared/data/trec', 'snli': '../shared/data/snli_1.0',
+          'quora': '../shared/data/quora_qqp_wang2017_partition'}  # relative to the repository root
+TINY_SIZES = {'hidden_size': 8, 'relation_size': 8, 'projection': 8, 'semantic_size': 6}
+
+
+def dev_as_train_dir(shared_dir: Any, cache_dir: Any, links: Mapping[str, str], name: str,
+                     ) -> Optional[str]:
+  """Creates (idempotently) `cache_dir/<name>` holding symbolic links {link name: file in shared_dir},
+  e.g. Quora's train.txt -> dev.txt, so that a loader that builds its vocabulary on `train` trains on the
+  development set we hold. Returns the folder, or None when a target file is missing."""
+  import os  # pylint: disable=g-import-not-at-top
+  import pathlib  # pylint: disable=g-import-not-at-top
+  shared_dir = pathlib.Path(shared_dir).resolve()
+  targets = {link: shared_dir / target for link, target in links.items()}
+  if not all(t.is_file() for t in targets.values()):
+    return None
+  folder = pathlib.Path(cache_dir).expanduser() / name
+  folder.mkdir(parents=True, exist_ok=True)
+  for link, target in targets.items():
+    path = folder / link
+    if path.is_symlink() and pathlib.Path(os.readlink(path)) == target:
+      continue
+    if path.exists() or path.is_symlink():
+      path.unlink()
+    path.symlink_to(target)
+  return str(folder)
+
+
+def _data(dataset: str, manual_dir: str, repo_root: Any) -> dict[str, Any]:
+  """Loader keys of `dataset` (see `classification_config`)."""
+  import os  # pylint: disable=g-import-not-at-top
+  import pathlib  # pylint: disable=g-import-not-at-top
+  from jax_structured.models import liu_lapata  # pylint: disable=g-import-not-at-top
+  repo_root = pathlib.Path(repo_root)
+  if dataset == 'trec':
+    return {'manual_dir': manual_dir or SHARED['trec'], 'config': 'coarse',
+            'validation_fraction': 500 / 5452}  # sec. 4.1: 500 of the training questions for validation
+  if manual_dir:  # the full release, with its own dev split
+    return {'manual_dir': manual_dir, 'validation_fraction': 0.0}
+  if dataset == 'snli':
+    return {'manual_dir': liu_lapata.shared_snli_manual_dir(repo_root), 'validation_fraction': 0.1}
+  cache = os.environ.get('JAX_STRUCTURED_CACHE', '~/.cache/jax_structured')
+  folder = dev_as_train_dir(repo_root / SHARED['quora'], cache,
+                            {'train.txt': 'dev.txt', 'test.txt': 'test.txt'}, 'quora_dev_as_train')
+  return {'manual_dir': folder or SHARED['quora'], 'validation_fraction': 0.1}
+
+
+def classification_config(dataset: str, options: Optional[str], file: str, repo_root: Any,
+                          ) -> ml_collections.ConfigDict:
+  """The Table 1a / 1b / 2a config of configs/yu/<dataset>.py.
+
+  Model (sec. 4.1, appendix A.1): the 'classifier.sentence' head (TREC) or 'classifier.pair' head with
+  q = [s1; s2; s1 * s2; |s1 - s2|] (SNLI, Quora), a 1-hidden-layer ReLU MLP of 300, softmax; 300-d word
+  vectors (`glove=PATH` for the paper's GloVe 840B; else word2vec trained on train + dev), fine-tuned;
+  dropout 0.5 on the encoder's input (the embeddings) and on its output (the BiLSTM output inside the RN
+  encoders; the classifier input for all); BiLSTM 300; g and f 300; Adam 1e-4 (`adagrad`: Adagrad 0.01);
+  batches of 32, 20 epochs with early stopping on dev accuracy (patience 4).
+
+  Options (comma-separated): one `ROWS` name (default: every row as `variants`; the supervised rows
+  only with `trees=`); `trees=PARSER_WORKDIR` (heads from our parser, `data.trees`); `glove=PATH`;
+  `manual_dir=PATH` (the full release of SNLI / Quora instead of training on the dev set we hold);
+  `adagrad`; `tiny` (8-d layers, 30 steps, for a CPU smoke run).
+  """
+  from jax_structured.models import liu_lapata  # pylint: disable=g-import-not-at-top
+  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import config as training_config  # pylint: disable=g-import-not-at-top
+  if dataset not in DATASETS:
+    raise ValueError(f'{file}: unknown data set {dataset!r}; known: {sorted(DATASETS)}')
+  flags = ('adagrad',)
+  row, paths, tiny = liu_lapata.parse_options(
+      ','.join(o for o in (options or '').split(',') if o.strip() not in flags), file,
+      tuple(ROWS), ('trees', 'glove', 'manual_dir'))
+  adagrad = 'adagrad' in [o.strip() for o in (options or '').split(',')]
+  if row in SUPERVISED_ROWS and 'trees' not in paths:
+    raise ValueError(f'{file}: row {row!r} uses supervised trees: add trees=PARSER_WORKDIR (a parser '
+                     'trained with configs/parser/ewt.py; launch.parse --annotate caches its heads)')
+  pair = dataset != 'trec'
+  config = ml_collections.ConfigDict()
+  config.seed = 0
+  config.task = 'pair' if pair else 'sentence'
+  config.parallel = 'shard_map'
+  config.distributed = False
+  config.data = loaders.default_config(DATASETS[dataset])
+  data = {'embeddings': paths.get('glove', 'word2vec'), 'embedding_dim': 300, 'batch_size': 32,
+          **_data(dataset, paths.get('manual_dir', ''), repo_root)}
+  if 'trees' in paths:
+    data['trees'] = paths['trees']
+  unknown = sorted(set(data) - set(config.data))
+  if unknown:
+    raise ValueError(f'{file}: data key(s) {unknown} are not keys of the {DATASETS[dataset]!r} loader')
+  config.data.update(data)
+  section, pooling = ROWS[row or 'recurrent_rn_latent']
+  config.model = ml_collections.ConfigDict({
+      'name': 'classifier.pair' if pair else 'classifier.sentence', 'encoder': dict(section),
+      'pooling': pooling, 'embedding_dim': 300, 'freeze_embeddings': False, 'embedding_dropout': 0.5,
+      'dropout_rate': 0.5, 'mlp_hidden': 300})
+  if pair:
+    config.model.interaction = 'features'
+  config.optimizer = training_config.optimizer_defaults()
+  config.optimizer.name = 'adagrad' if adagrad else 'adam'
+  config.optimizer.learning_rate = 0.01 if adagrad else 1e-4
+  config.train = training_config.train_defaults()
+  config.train.update({'num_epochs': 20, 'log_every_steps': 50, 'early_stopping_patience': 4})
+  config.variants = ml_collections.ConfigDict()
+  if row is None:
+    for name, (section, pooling) in ROWS.items():
+      if name in SUPERVISED_ROWS and 'trees' not in paths:
+        continue
+      config.variants[name] = {'model': {'encoder': dict(section), 'pooling': pooling}}
+  if tiny:
+    config.data.batch_size = 8
+    if 'glove' not in paths:  # word2vec is not trained; 16-d random vectors
+      config.data.embeddings = ''
+      config.data.embedding_dim = 16
+      config.model.embedding_dim = 16
+    config.model.mlp_hidden = 8
+    for section in [config.model.encoder] + [v.model.encoder for v in config.variants.values()]:
+      for key, size in TINY_SIZES.items():
+        if key in section:
+          section[key] = size
+    config.train.num_epochs = 1
+    config.train.num_steps = 30
+    config.train.eval_every_steps = 0
+    config.train.checkpoint_every_steps = 0
+    config.train.log_every_steps = 10
+  return config

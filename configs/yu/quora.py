@@ -1,0 +1,37 @@
+r"""Yu et al. (2018), Table 1b: Quora duplicate question detection (the partition of Wang et al. 2017).
+
+  python -m launch.train --config=configs/yu/quora.py --workdir=/tmp/yu_quora
+  python -m launch.train --config=configs/yu/quora.py:recurrent_rn_latent --workdir=/tmp/yu_quora_rrn
+  python -m launch.train --config=configs/yu/quora.py:tiny --workdir=/tmp/yu_quora_tiny
+
+**Only the dev and test files of the partition are held here** (../shared/data/quora_qqp_wang2017_partition):
+by default the config TRAINS ON DEV (train.txt -> dev.txt links in $JAX_STRUCTURED_CACHE/quora_dev_as_train,
+10% held out for validation) and TESTS ON TEST, 10k pairs instead of the paper's 384k, so accuracies are not
+comparable with Table 1b. `manual_dir=PATH` takes the full release (train / dev / test .tsv or .txt).
+
+Model and training: `jax_structured.models.yu.classification_config` (its docstring lists the settings
+of sec. 4.1 and appendix A.1); rows: `jax_structured.models.yu.ROWS`.
+
+Options (comma-separated after the file name):
+  ''                        `variants`: every row of the table (the supervised-tree rows only with trees=).
+  <row>                     one row only: bow, bilstm_max, structured_attention, rn_none, rn_supervised,
+                            rn_latent, rn_intra_attn_none, rn_intra_attn_supervised, rn_intra_attn_latent,
+                            recurrent_rn_supervised, recurrent_rn_latent.
+  trees=PARSER_WORKDIR      heads from our EWT parser for the supervised rows (`data.trees`).
+  glove=PATH                300-d GloVe vectors (default: 300-d word2vec trained on train + dev).
+  manual_dir=PATH           the upstream files (default: ../shared/data, see above).
+  adagrad                   Adagrad 0.01 instead of Adam 1e-4 (the paper picks one per task on dev).
+  tiny                      8-d layers, batches of 8, 30 steps, for a CPU smoke run.
+"""
+import pathlib
+
+from jax_structured.models import yu
+
+ROWS = tuple(yu.ROWS)
+PAPER_TEST_ACCURACY = yu.PAPER_TEST_ACCURACY['quora']
+
+
+def get_config(options=''):
+  """The quora config; `options` as in the module docstring."""
+  return yu.classification_config('quora', options, 'configs/yu/quora.py',
+                                  pathlib.Path(__file__).resolve().parents[2])

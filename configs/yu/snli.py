@@ -1,0 +1,36 @@
+r"""Yu et al. (2018), Table 1a: natural language inference on SNLI 1.0 (Bowman et al. 2015).
+
+  python -m launch.train --config=configs/yu/snli.py --workdir=/tmp/yu_snli
+  python -m launch.train --config=configs/yu/snli.py:recurrent_rn_latent --workdir=/tmp/yu_snli_rrn
+  python -m launch.train --config=configs/yu/snli.py:tiny --workdir=/tmp/yu_snli_tiny
+
+**Only SNLI dev and test are held here** (../shared/data/snli_1.0): by default the config TRAINS ON SNLI DEV
+(10% of it held out for validation) and TESTS ON SNLI TEST, about 2% of the paper's 550k training pairs, so
+accuracies are not comparable with Table 1a. `manual_dir=PATH` takes the full release.
+
+Model and training: `jax_structured.models.yu.classification_config` (its docstring lists the settings
+of sec. 4.1 and appendix A.1); rows: `jax_structured.models.yu.ROWS`.
+
+Options (comma-separated after the file name):
+  ''                        `variants`: every row of the table (the supervised-tree rows only with trees=).
+  <row>                     one row only: bow, bilstm_max, structured_attention, rn_none, rn_supervised,
+                            rn_latent, rn_intra_attn_none, rn_intra_attn_supervised, rn_intra_attn_latent,
+                            recurrent_rn_supervised, recurrent_rn_latent.
+  trees=PARSER_WORKDIR      heads from our EWT parser for the supervised rows (`data.trees`).
+  glove=PATH                300-d GloVe vectors (default: 300-d word2vec trained on train + dev).
+  manual_dir=PATH           the upstream files (default: ../shared/data, see above).
+  adagrad                   Adagrad 0.01 instead of Adam 1e-4 (the paper picks one per task on dev).
+  tiny                      8-d layers, batches of 8, 30 steps, for a CPU smoke run.
+"""
+import pathlib
+
+from jax_structured.models import yu
+
+ROWS = tuple(yu.ROWS)
+PAPER_TEST_ACCURACY = yu.PAPER_TEST_ACCURACY['snli']
+
+
+def get_config(options=''):
+  """The snli config; `options` as in the module docstring."""
+  return yu.classification_config('snli', options, 'configs/yu/snli.py',
+                                  pathlib.Path(__file__).resolve().parents[2])
