@@ -3,6 +3,7 @@ import hashlib
 import json
 import os
 
+import flax.linen as nn
 import jax
 import numpy as np
 import pytest
@@ -187,3 +188,36 @@ def test_unfinished_save_is_ignored(tmp_path, uninterrupted):
   open(os.path.join(partial, 'state', 'garbage'), 'wb').write(b'\x00' * 10)
   assert training.load_trained(workdir, 'latest').step == 18
   assert json.load(open(os.path.join(workdir, 'config.json')))['model']['dim'] == 8
+
+
+class _RenamedTinyModel(support.TinyModel):
+  """TinyModel with its hidden layer renamed ('hidden' -> 'hidden_layer') and a wider output."""
+
+  @nn.compact
+  def __call__(self, batch, train=False):
+    x = nn.Embed(self.vocab_size, self.dim, name='embed')(batch['tokens'])
+    pooled = x.mean(1)
+    hidden = nn.tanh(nn.Dense(self.dim, name='hidden_layer')(pooled))
+    self.param('bilinear', nn.initializers.normal(1.0), (self.dim, self.dim + 1))
+    nn.Dense(1, name='root')(x)
+    return nn.Dense(self.num_classes, name='out')(hidden)
+
+
+def test_checkpoint_of_changed_model_code_is_an_error_naming_the_differences(tmp_path, uninterrupted,
+                                                                             monkeypatch):
+  """A workdir trained before the model's parameters were renamed fails at load, naming them."""
+  workdir, _ = uninterrupted
+  from jax_structured.training import trainer  # pylint: disable=g-import-not-at-top
+  renamed = lambda model_config, **kw: _RenamedTinyModel(kw['vocab_size'], kw['num_classes'],  # noqa: E731
+                                                          dim=model_config.get('dim', 8))
+  monkeypatch.setattr(trainer, 'build_model', renamed)
+  before = _files(workdir)
+  for load in (lambda: training.load_trained(workdir), lambda: training.evaluate(workdir, 'test')):
+    with pytest.raises(training.CheckpointError) as info:
+      load()
+    text = str(info.value)
+    assert 'does not fit the model' in text and 'The model code or the config changed' in text
+    assert 'in the model, not in the checkpoint: params/hidden_layer/kernel' in text
+    assert 'in the checkpoint, not in the model: params/hidden/kernel' in text
+    assert 'shape [8, 8] in the checkpoint, [8, 9] in the model: params/bilinear' in text
+  assert _files(workdir) == before  # nothing written or deleted

@@ -23,6 +23,7 @@ import json
 import os
 from typing import Any, Mapping
 
+from etils import epath
 import jax
 import ml_collections
 import numpy as np
@@ -318,10 +319,9 @@ class Checkpoints:
     silent partial restore. A checkpoint whose metadata cannot be read is left to `restore`.
     """
     try:
-      saved = ocp.StandardCheckpointer().metadata(os.path.join(path, 'state'))
+      saved = ocp.StandardCheckpointHandler().metadata(epath.Path(path) / 'state')
     except Exception:  # pylint: disable=broad-except  (damaged files: reported by the restore itself)
       return
-    saved = getattr(saved, 'item_metadata', saved)
     saved = _leaf_shapes(getattr(saved, 'tree', saved))
     wanted = _leaf_shapes(abstract_state)
     if not saved or saved == wanted:

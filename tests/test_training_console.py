@@ -1,0 +1,160 @@
+"""What a training run tells its user: the console, the progress line, out-of-memory errors, and the
+training figures of metrics.json."""
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import jax
+import pytest
+
+import test_training_support as support
+from jax_structured import training
+from jax_structured.training import metrics as metrics_lib
+from jax_structured.training import parallel
+
+OOM = 'RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1073741824 bytes.'
+
+
+def test_progress_line_shows_this_steps_dev_metric(tmp_path, capsys):
+  config = support.make_config(**{'train.num_steps': 4, 'train.eval_every_steps': 2,
+                                  'train.log_every_steps': 2})
+  results = training.train_and_evaluate(config, str(tmp_path / 'run'))
+  lines = capsys.readouterr().out.splitlines()
+  progress = {int(m.group(1)): line for line in lines if (m := re.match(r'step (\d+)/4 ', line))}
+  assert sorted(progress) == [2, 4]
+  for h in results['history']:  # the evaluation of that very step, not the previous one
+    assert f'dev accuracy {h["accuracy"]:.4f} (step {h["step"]})' in progress[h['step']]
+    assert any(line.startswith(f'step {h["step"]}: dev accuracy {h["accuracy"]:.4f}') for line in lines)
+  # Step 2's interval compiled the eval step: said, and left out of steps/s.
+  assert 'compiling steps for new batch shapes' in progress[2]
+
+
+def test_progress_rate_leaves_out_compilation():
+  compiled = [0.0]
+  writer = type('W', (), {'write_scalars': lambda self, step, scalars: written.append(scalars)})()
+  written = []
+  report = metrics_lib.ProgressReport(num_train_steps=12, writer=writer, every_steps=2,
+                                      compile_seconds=lambda: compiled[0])
+  compiled[0] = 3.0  # before the first call (the first step's compilation): never counted
+  assert not report(1, t=0.0)
+  compiled[0] = 7.0  # 4 s compiling a new batch shape during steps 2
+  assert report(2, t=5.0)
+  assert written[-1]['steps_per_sec'] == pytest.approx(1.0)  # 1 step in 5 - 4 s
+  assert not report(3, t=5.5)
+  assert report(4, t=6.0)
+  assert written[-1]['steps_per_sec'] == pytest.approx(2.0)
+
+
+def test_runner_counts_compilation_once_per_batch_shape():
+  batches = support.global_batches(3)  # one shape: compiled by the first train and the eval call
+  state, _, _, runner = support.run_steps('none', batches, {})
+  first = runner.compile_seconds
+  assert first > 0 and len(runner._compiled) == 2  # pylint: disable=protected-access
+  runner.evaluate(runner.place(state), runner.shard_batch(batches[1]))
+  assert runner.compile_seconds == first
+  runner.evaluate(runner.place(state), runner.shard_batch({k: v[:8] for k, v in batches[1].items()}))
+  assert runner.compile_seconds > first  # a new batch shape
+
+
+def test_rerunning_a_finished_workdir_keeps_the_training_figures(tmp_path):
+  workdir = str(tmp_path / 'run')
+  config = support.make_config(**{'train.num_steps': 3})
+  first = training.train_and_evaluate(config, workdir)
+  assert first['train_seconds'] > 0 and first['steps_per_second'] > 0
+  again = training.train_and_evaluate(config, workdir)  # nothing left to train
+  on_disk = json.load(open(os.path.join(workdir, 'metrics.json')))
+  for key in ('train_seconds', 'steps_per_second', 'steps', 'test'):
+    assert again[key] == first[key] == on_disk[key], key
+  # A workdir whose checkpoints predate the saved training time keeps metrics.json's figures.
+  meta = os.path.join(workdir, 'checkpoints', '3', 'meta', 'metadata')
+  saved = json.load(open(meta))
+  del saved['loop']['train_seconds']
+  json.dump(saved, open(meta, 'w'))
+  assert training.train_and_evaluate(config, workdir)['train_seconds'] == first['train_seconds']
+
+
+def _raise_at(call, error):
+  count = [0]
+
+  def wrapped(original):
+    def fn(*args, **kwargs):
+      count[0] += 1
+      if count[0] == call:
+        raise error
+      return original(*args, **kwargs)
+    return fn
+  return wrapped
+
+
+@pytest.mark.parametrize('where, target, call, message', [
+    ('train step', (parallel.Runner, 'train'), 2, r'in the train step 2; its batch: tokens \[8, 6\]'),
+    ('deferred', (metrics_lib.Accumulator, 'add'), 1, r'in the train steps 1-2; its batch: tokens \[8, 6\]'),
+    ('eval', (parallel.Runner, 'evaluate'), 1,
+     r'in the evaluation of validation batch 0; its batch: tokens \[8, 6\].*train.eval_batch_size=0'),
+])
+def test_out_of_memory_names_the_batch_shape_and_the_config_keys(tmp_path, monkeypatch, where, target,
+                                                                  call, message):
+  del where
+  owner, name = target
+  monkeypatch.setattr(owner, name, _raise_at(call, jax.errors.JaxRuntimeError(OOM))(getattr(owner, name)))
+  config = support.make_config(**{'train.num_steps': 4, 'train.eval_every_steps': 2})
+  with pytest.raises(training.trainer.DeviceMemoryError, match=message) as info:
+    training.train_and_evaluate(config, str(tmp_path / 'run'))
+  text = str(info.value)
+  assert 'XLA RESOURCE_EXHAUSTED' in text and 'data.batch_size=8' in text and OOM in text
+
+
+def test_other_device_errors_pass_through(tmp_path, monkeypatch):
+  error = jax.errors.JaxRuntimeError('INTERNAL: something else')
+  monkeypatch.setattr(parallel.Runner, 'train', _raise_at(1, error)(parallel.Runner.train))
+  with pytest.raises(jax.errors.JaxRuntimeError, match='INTERNAL: something else'):
+    training.train_and_evaluate(support.make_config(**{'train.num_steps': 2}), str(tmp_path / 'run'))
+
+
+_TINY_DEFAULT_JOB = '''
+import importlib.util
+import sys
+from absl import app
+
+
+def main(argv):
+  from jax_structured import analysis, training
+  spec = importlib.util.spec_from_file_location('default_config', argv[1])
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  config = module.get_config()
+  del config['variants']
+  config.data.num_train, config.data.num_dev, config.data.num_test = 32, 8, 8
+  config.data.max_length = 7
+  config.data.batch_size = 8
+  config.train.num_steps = 2
+  config.train.eval_every_steps = 2
+  config.train.log_every_steps = 1
+  config.train.render_trees = 1
+  training.train_and_evaluate(config, argv[2], induce_trees=analysis.induce_trees)
+
+
+app.run(main)
+'''
+
+
+def test_the_console_shows_our_progress_not_library_noise(tmp_path):
+  """The default job's pieces under absl (as `launch.train`): no Orbax / clu / jax INFO lines, no
+  harmless warnings (the trees drawn after training restore the checkpoint read-only), no terminal
+  control codes; our progress and results are there."""
+  repo = pathlib.Path(__file__).resolve().parents[1]
+  script = tmp_path / 'job.py'
+  script.write_text(_TINY_DEFAULT_JOB)
+  proc = subprocess.run([sys.executable, str(script), str(repo / 'configs' / 'default.py'),
+                         str(tmp_path / 'run')], cwd=repo, capture_output=True, text=True, timeout=600,
+                        check=False, env={**os.environ, 'JAX_PLATFORMS': 'cpu'})
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  log_lines = [line for line in proc.stderr.splitlines() if line.strip()]
+  assert not log_lines, '\n'.join(log_lines[:20])
+  for stream in (proc.stdout, proc.stderr):
+    assert '\x1b[' not in stream and '\r' not in stream
+  assert re.search(r'^step 2/2 \(100\.0%\), .* dev accuracy', proc.stdout, re.M), proc.stdout
+  assert os.path.exists(tmp_path / 'run' / 'trees_test' / 'sentence' / 'index.html')
