@@ -158,3 +158,14 @@ def test_the_console_shows_our_progress_not_library_noise(tmp_path):
     assert '\x1b[' not in stream and '\r' not in stream
   assert re.search(r'^step 2/2 \(100\.0%\), .* dev accuracy', proc.stdout, re.M), proc.stdout
   assert os.path.exists(tmp_path / 'run' / 'trees_test' / 'sentence' / 'index.html')
+
+
+def test_building_a_local_dataset_prints_no_download_banner_nor_progress_bars(tmp_path, fixtures_dir,
+                                                                               capfd):
+  """TFDS's 'Downloading and preparing dataset Unknown size' banner and its tqdm bars (control codes
+  in log files) are replaced by one log line each way; a log file is not a terminal."""
+  from jax_structured.data import builders  # pylint: disable=g-import-not-at-top
+  builders.builder('sst', manual_dir=fixtures_dir / 'sst', data_dir=tmp_path / 'tfds')
+  out, err = capfd.readouterr()
+  assert 'Downloading and preparing' not in out + err and 'Subsequent calls' not in out + err
+  assert '\r' not in out + err and '\x1b[' not in out + err

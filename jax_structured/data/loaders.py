@@ -280,7 +280,8 @@ def _progress(items: Sequence, desc: str) -> Iterable:
   if len(items) < 10000:
     return items
   from tqdm import auto as tqdm  # pylint: disable=g-import-not-at-top
-  return tqdm.tqdm(items, desc=desc, unit='ex', mininterval=1.0, leave=False)
+  # disable=None: no bar (and no control codes) when stderr is not a terminal, e.g. a log file.
+  return tqdm.tqdm(items, desc=desc, unit='ex', mininterval=1.0, leave=False, disable=None)
 
 
 def _filter_train(name: str, split: str, items: list, length_fn: Callable, cfg,

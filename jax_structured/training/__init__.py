@@ -20,6 +20,7 @@ from jax_structured.training.config import train_defaults
 from jax_structured.training.steps import TrainState
 from jax_structured.training.steps import eval_step
 from jax_structured.training.steps import train_step
+from jax_structured.training.trainer import DeviceMemoryError
 from jax_structured.training.trainer import Trained
 from jax_structured.training.trainer import build_model
 from jax_structured.training.trainer import evaluate
@@ -29,7 +30,7 @@ from jax_structured.training.trainer import maybe_initialize_distributed
 from jax_structured.training.trainer import train_and_evaluate
 
 __all__ = [
-    'CheckpointError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'config', 'eval_step',
+    'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'config', 'eval_step',
     'evaluate', 'load_split', 'load_trained', 'maybe_initialize_distributed', 'optimizer_defaults', 'optimizers',
     'parallel', 'steps', 'tasks', 'train_and_evaluate', 'train_defaults',
     'train_step',

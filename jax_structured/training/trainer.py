@@ -5,6 +5,11 @@ evaluates on the dev split every `train.eval_every_steps` steps (or every epoch)
 the best checkpoint, stops early on the dev metric, finally evaluates the best checkpoint on the
 validation and test splits and writes `<workdir>/metrics.json`. With `config.variants` it trains every
 variant into `<workdir>/<name>` and writes a side-by-side comparison.
+
+`_train` reads top to bottom: `_prepare` (data, model, optimiser, steps), `_TrainLoop` (restore, then
+`train`: `_step`, `_log_train`, `_evaluate`, `_save`, progress), `_final_evaluation`, the trees drawn
+by the caller's `induce_trees` (the analysis layer, above this one) and metrics.json. Running out of
+device memory is a `DeviceMemoryError` naming the batch shapes and the config keys that bound them.
 """
 from __future__ import annotations
 
@@ -559,7 +564,8 @@ def _out_of_memory_names(config, where: str, shapes: Sequence[Mapping[str, tuple
     distinct = len({tuple(sorted(s.items())) for s in shapes})
     keys = ', '.join(f'data.{k}={config.data[k]!r}' for k in _BATCH_SHAPE_KEYS if k in config.data)
     if eval_batch:
-      keys = f'train.eval_batch_size={config.train.get("eval_batch_size", 0)!r} (0 = data.batch_size), ' + keys
+      eval_size = config.train.get('eval_batch_size', 0)
+      keys = f'train.eval_batch_size={eval_size!r} (0 = data.batch_size), {keys}'
     shape_text = ', '.join(f'{k} {list(v)}' for k, v in largest.items())
     raise DeviceMemoryError(
         f'out of device memory (XLA RESOURCE_EXHAUSTED) in {where}; '

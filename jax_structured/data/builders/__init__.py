@@ -24,6 +24,7 @@ import logging
 import os
 import pathlib
 import shutil
+import sys
 import time
 from typing import Any
 
@@ -157,6 +158,7 @@ def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | 
     if b.is_prepared():
       logging.info('%s: source files changed, rebuilding %s', name, b.data_dir)
     start = time.perf_counter()
+    tfds.display_progress_bar(sys.stderr.isatty())  # no terminal control codes in log files
     with _removed_on_failure(data_dir, name, config):
       b.download_and_prepare(download_config=tfds.download.DownloadConfig(
           manual_dir=str(manual_dir), download_mode=mode))

@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import inspect
 import io
+import logging
 import os
 import pathlib
 from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
@@ -299,6 +300,13 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   def code_path(cls) -> epath.Path:
     # TFDS' own lookup goes through `importlib_resources`, which is not installed here.
     return epath.Path(inspect.getfile(cls))
+
+  def _log_download_bytes(self) -> None:
+    # TFDS prints 'Downloading and preparing dataset Unknown size ...' here; nothing is downloaded.
+    logging.info('%s: building %s from the files in manual_dir', self.name, self.data_dir)
+
+  def _log_download_done(self) -> None:
+    logging.info('%s: built %s', self.name, self.data_dir)
 
   def _info(self) -> tfds.core.DatasetInfo:
     return _LocalDatasetInfo(
