@@ -1,0 +1,156 @@
+r"""Table 1 of Chen et al. (2017), "Tree-LSTM guided attention pooling of DCNN": SST fine-grained / binary.
+
+  python -m launch.train --config=configs/chen/sst.py --workdir=/tmp/chen_sst
+  python -m launch.train --config=configs/chen/sst.py:binary,ap_dcnn --workdir=/tmp/chen_sst2_ap
+  python -m launch.train --config=configs/chen/sst.py:tiny --workdir=/tmp/chen_tiny
+
+Every row runs in the same code on the same data: the 'classifier.sentence' head (one embedding layer,
+dropout 0.5 on the penultimate layer, a linear softmax classifier: Chen eqs. 12-13) over one encoder of
+`models.chen` / `models.encoders`. The sst loader runs with `data.trees=True` for every row (the binary
+Tree-LSTM needs the trees; the tokens are then the tree leaves for all rows alike).
+
+Rows (`variants`; pick one with its name):
+  cnn_non_static  Kim (2014) CNN, widths 3/4/5, 100 maps each, max over time (the encoder's vector).
+  dcnn            DCNN, wide convolutions of widths 7 then 5, 100 feature maps, dynamic k-max pooling,
+                  k_top 4, tanh (Kalchbrenner et al. 2014; Chen eqs. 2-3).
+  lstm, bilstm    LSTM / BiLSTM of Tai et al.'s sizes (168 / 168 per direction), max pooling.
+  tree_lstm       binary Tree-LSTM of 150 units over SST's trees, the root's h (Tai et al.; Chen 4-9).
+  ap_dcnn         AP-DCNN as eq. 12 is written: classifier input s in training, [s, s~] at test.
+  ap_dcnn_both    AP-DCNN with [s, s~] in training and at test (a consistent variant).
+Not here: CNN-multichannel (Kim's second, frozen embedding channel needs a second embedding table in the
+head, which has one).
+
+Training (sec. 3.1): Adadelta (rho 0.95, eps 1e-6) with learning rate 0.05, L2 1e-4 per minibatch
+(`optimizer.weight_decay`), dropout 0.5 on the penultimate layer, batches of 50, 300-d vectors updated
+in training; 10 epochs, the best dev accuracy kept, early stop after 3 evaluations without improvement
+(the paper gives no epoch count). Not implemented: the L2-norm (max-norm) constraint on the output
+weights (the optimisers have no projection step). Word vectors: `embeddings=NAME_OR_PATH` (e.g.
+word2vec-google-news-300, the paper's; see data/embeddings.py), else word2vec trained on SST train+dev.
+
+Options (comma-separated after the file name):
+  ''                    every row as `variants`, fine-grained labels.
+  <row>                 that row only.
+  fine | binary         the label set (default fine).
+  embeddings=NAME|PATH  pretrained vectors (300-d).
+  tiny                  small sizes and 30 steps for a CPU smoke run (16-d random vectors, batch 8).
+Paper test accuracy (Table 1, fine / binary): CNN-non-static 48.0 / 87.2, CNN-multichannel 47.4 / 88.1,
+DCNN 48.5 / 86.8, LSTM 46.4 / 84.9, Bidirectional LSTM 49.1 / 87.5, Tree-LSTM 51.0 / 88.0, AP-DCNN
+50.6 / 88.7 (the paper's column layout is garbled; these are its rows in order).
+"""
+import ml_collections
+
+from jax_structured.data import loaders
+from jax_structured.training import config as training_config
+
+# Row -> (encoder section, pooling).
+ROWS = {
+    'cnn_non_static': ({'name': 'cnn', 'widths': (3, 4, 5), 'features': 100}, 'encoder'),
+    'dcnn': ({'name': 'dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4}, 'encoder'),
+    'lstm': ({'name': 'lstm', 'hidden_size': 168}, 'max'),
+    'bilstm': ({'name': 'bilstm', 'hidden_size': 168}, 'max'),
+    'tree_lstm': ({'name': 'tree_lstm', 'hidden_size': 150}, 'encoder'),
+    'ap_dcnn': ({'name': 'ap_dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4,
+                 'classifier_input': 'paper'}, 'encoder'),
+    'ap_dcnn_both': ({'name': 'ap_dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4,
+                      'classifier_input': 'both'}, 'encoder'),
+}
+PAPER_TEST_ACCURACY = {
+    'fine': {'cnn_non_static': 48.0, 'cnn_multichannel': 47.4, 'dcnn': 48.5, 'lstm': 46.4, 'bilstm': 49.1,
+             'tree_lstm': 51.0, 'ap_dcnn': 50.6},
+    'binary': {'cnn_non_static': 87.2, 'cnn_multichannel': 88.1, 'dcnn': 86.8, 'lstm': 84.9, 'bilstm': 87.5,
+               'tree_lstm': 88.0, 'ap_dcnn': 88.7}}
+# The tiny option's sizes for every encoder key it has.
+TINY_SIZES = {'hidden_size': 8, 'features': 4, 'k_top': 2}
+
+
+def _options(text):
+  row, labels, vectors, tiny = None, 'fine', '', False
+  for option in [o.strip() for o in (text or '').split(',') if o.strip()]:
+    if option in ROWS:
+      if row is not None:
+        raise ValueError(f'configs/chen/sst.py: choose at most one row, got {row} and {option}')
+      row = option
+    elif option in ('fine', 'binary'):
+      labels = option
+    elif option.startswith('embeddings='):
+      vectors = option[len('embeddings='):]
+      if not vectors:
+        raise ValueError('configs/chen/sst.py: embeddings= needs a registered name or a file path')
+    elif option == 'tiny':
+      tiny = True
+    else:
+      raise ValueError(f'configs/chen/sst.py: unknown option {option!r}; known: one of {sorted(ROWS)}, '
+                       'fine, binary, embeddings=NAME_OR_PATH, tiny')
+  return row, labels, vectors, tiny
+
+
+def get_config(options=''):
+  """The Table 1 config; `options` as in the module docstring."""
+  row, labels, vectors, tiny = _options(options)
+  config = ml_collections.ConfigDict()
+  config.seed = 0
+  config.task = 'sentence'
+  config.parallel = 'shard_map'
+  config.distributed = False
+
+  config.data = loaders.default_config('sst')
+  config.data.config = labels
+  config.data.manual_dir = '../shared/data/sst'
+  config.data.trees = True
+  config.data.batch_size = 50
+  config.data.embeddings = vectors or 'word2vec'
+  config.data.embedding_dim = 300
+
+  encoder, pooling = ROWS[row or 'ap_dcnn']
+  config.model = ml_collections.ConfigDict()
+  config.model.name = 'classifier.sentence'
+  config.model.encoder = dict(encoder)
+  config.model.pooling = pooling
+  config.model.embedding_dim = 300
+  config.model.freeze_embeddings = False
+  config.model.embedding_dropout = 0.0
+  config.model.dropout_rate = 0.5
+  config.model.mlp_hidden = 0
+
+  config.optimizer = training_config.optimizer_defaults()
+  config.optimizer.name = 'adadelta'
+  config.optimizer.learning_rate = 0.05
+  config.optimizer.rho = 0.95
+  config.optimizer.eps = 1e-6
+  config.optimizer.weight_decay = 1e-4
+
+  config.train = training_config.train_defaults()
+  config.train.num_epochs = 10
+  config.train.early_stopping_patience = 3
+  config.train.eval_batch_size = 100
+  config.train.log_every_steps = 50
+
+  config.variants = ml_collections.ConfigDict()
+  if row is None:
+    for name, (section, pool) in ROWS.items():
+      config.variants[name] = {'model': {'encoder': dict(section), 'pooling': pool}}
+
+  if tiny:
+    _shrink(config)
+  return config
+
+
+def _shrink(config):
+  """The `tiny` option, in place: 16-d random vectors, tiny encoders, batches of 8, 30 steps."""
+  config.data.embeddings = ''
+  config.data.embedding_dim = 16
+  config.data.batch_size = 8
+  config.model.embedding_dim = 16
+  config.optimizer.learning_rate = 1.0  # Adadelta's usual rate, so that 30 steps move the weights
+  sections = [config.model.encoder] + [v.model.encoder for v in config.variants.values()]
+  for section in sections:
+    for key, size in TINY_SIZES.items():
+      if key in section:
+        section[key] = size
+    if 'branches' in section:
+      section['branches'] = ((3, 2),)
+  config.train.num_epochs = 1
+  config.train.num_steps = 30
+  config.train.eval_every_steps = 0
+  config.train.log_every_steps = 10
+  config.train.eval_batch_size = 50
