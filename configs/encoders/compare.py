@@ -52,9 +52,13 @@ ENCODERS = {
     # for attention and summation.
     'structured_attention': ({'name': 'liu_lapata', 'hidden_size': 150, 'attention': 'structured',
                               'shared_features': True}, 'max'),
+    # Yu et al. (2018): relation networks with latent trees (models/yu.py; appendix A.1 sizes).
+    'rn_latent': ({'name': 'rn', 'tree': 'latent', 'aggregation': 'sum'}, 'encoder'),
+    'rn_intra_attn_latent': ({'name': 'rn_intra_attn', 'tree': 'latent'}, 'max'),
+    'recurrent_rn_latent': ({'name': 'recurrent_rn', 'tree': 'latent'}, 'max'),
 }
 DATASETS = ('trec', 'sst', 'snli')
-TINY_ENCODER_SIZES = {'hidden_size': 8, 'projection': 8, 'features': 4}
+TINY_ENCODER_SIZES = {'hidden_size': 8, 'projection': 8, 'features': 4, 'relation_size': 8}
 
 
 def _options(options):
