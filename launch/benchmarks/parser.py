@@ -143,6 +143,12 @@ def measure(config: ml_collections.ConfigDict, batch_size: int, length: int, *, 
     if not np.isfinite(loss_sum / count):
       raise FloatingPointError(f'parser {loss} training loss is {loss_sum / count} at '
                                f'{batch_size}x{length}')
+  return row(batch_size, length, times)
+
+
+def row(batch_size: int, length: int, times: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+  """The table row of one size from {'parse', 'greedy', 'scores', 'train crf', 'train local':
+  (median seconds, seconds of the first (compile) call)} (`interleaved_medians`)."""
   seconds = {name: median for name, (median, _) in times.items()}
   return {'size': f'{batch_size}x{length}',
           'parse sent/s': batch_size / seconds['parse'], 'parse ms': 1e3 * seconds['parse'],

@@ -35,7 +35,7 @@ of the issues are stated for a GPU and each goal line names the device it was me
 import dataclasses
 import datetime
 import importlib
-import importlib.util
+import importlib.metadata
 import json
 import math
 import os
@@ -147,14 +147,14 @@ def _ratio(numerator: Any, denominator: Any) -> Any:
   return numerator / denominator if numbers and denominator > 0 else '-'
 
 
-def package_version(name: str) -> str:
-  """The installed version of the importable package `name`, or 'not installed'."""
-  if importlib.util.find_spec(name) is None:
-    return 'not installed'
+def package_version(distribution: str) -> str:
+  """The installed version of the pip distribution (e.g. 'torch-struct'), or 'not installed'.
+
+  Read from the package metadata, without importing it (importing torch costs seconds)."""
   try:
-    return getattr(importlib.import_module(name), '__version__', 'installed')
-  except Exception as e:  # pylint: disable=broad-except
-    return f'fails to import ({type(e).__name__}: {e})'
+    return importlib.metadata.version(distribution)
+  except importlib.metadata.PackageNotFoundError:
+    return 'not installed'
 
 
 def goal_note(goal: str, measured: str, ok: bool, device_kind: str, goal_device: str = 'GPU') -> str:
@@ -174,7 +174,7 @@ def trees_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]
       rows += trees_benchmark.run([(batch, length)], repeats=report_run.repeats, dtype=report_run.dtype)
   if not rows:
     return
-  torch_struct = package_version('torch_struct')
+  torch_struct = package_version('torch-struct')
   synjax = package_version('synjax')
   absolute = [{k: v for k, v in row.items() if not k.startswith('ref ')} for row in rows]
   yield benchmarks.Table(
@@ -246,8 +246,7 @@ def environment() -> dict[str, Any]:
       'OPENBLAS_NUM_THREADS': os.environ.get('OPENBLAS_NUM_THREADS', 'unset'),
       'commit': commit,
       'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
-      'baselines': {name: package_version(module) for name, module in
-                    (('torch', 'torch'), ('torch-struct', 'torch_struct'), ('synjax', 'synjax'))},
+      'baselines': {name: package_version(name) for name in ('torch', 'torch-struct', 'synjax')},
   }
 
 
@@ -301,6 +300,7 @@ def run_report(out_dir: str, *, quick: bool = False, budget_s: float = 480.0,
     logging.info('report: family %s (%.0f s of the budget left)', family.name, budget.left())
     start, skipped_before = budget.elapsed(), len(budget.skipped)
     entry['status'] = 'running'
+    save()
     try:
       for table in report_tables(run):
         entry['tables'].append(table_dict(table))
