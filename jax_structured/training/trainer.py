@@ -529,8 +529,8 @@ def _render_trees(induce_trees: Callable[..., dict], workdir: str, num_pictures:
   """`induce_trees(workdir, split='test', num_pictures=...)` statistics for metrics.json."""
   try:
     return induce_trees(workdir, split='test', num_pictures=num_pictures)
-  except ValueError as e:  # e.g. a variant without attention scores: nothing to decode
-    logging.warning('config.train.render_trees: no trees induced for %s: %s', workdir, e)
+  except ValueError as e:  # e.g. a variant without attention scores: nothing to decode (expected)
+    logging.info('config.train.render_trees: no trees induced for %s: %s', workdir, e)
     return {'skipped': str(e)}
 
 
