@@ -31,6 +31,7 @@ Options (comma-separated after the file name):
   sst | snli             the data set (default TREC).
   tiny                   small sizes and 30 steps, for a CPU smoke run.
 Paper families add their rows to ENCODERS (relation networks, DCNN / Tree-LSTM, MHS-RNN / HAN).
+Rows that need SST's trees (Chen et al.'s Tree-LSTM and AP-DCNN) are in TREE_ENCODERS: `sst` only.
 """
 import pathlib
 
@@ -56,6 +57,14 @@ ENCODERS = {
     'rn_latent': ({'name': 'rn', 'tree': 'latent', 'aggregation': 'sum'}, 'encoder'),
     'rn_intra_attn_latent': ({'name': 'rn_intra_attn', 'tree': 'latent'}, 'max'),
     'recurrent_rn_latent': ({'name': 'recurrent_rn', 'tree': 'latent'}, 'max'),
+    # Chen et al. (2017): DCNN (widths 7 then 5, 100 maps, k_top 4; its own k-max vector).
+    'dcnn': ({'name': 'dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4}, 'encoder'),
+}
+# Rows that need SST's binarised trees (`sst` only; data.trees=True): Chen et al.'s Tree-LSTM and AP-DCNN.
+TREE_ENCODERS = {
+    'tree_lstm': ({'name': 'tree_lstm', 'hidden_size': 150}, 'encoder'),
+    'ap_dcnn': ({'name': 'ap_dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4,
+                 'classifier_input': 'both'}, 'encoder'),
 }
 DATASETS = ('trec', 'sst', 'snli')
 TINY_ENCODER_SIZES = {'hidden_size': 8, 'projection': 8, 'features': 4, 'relation_size': 8}
@@ -64,7 +73,7 @@ TINY_ENCODER_SIZES = {'hidden_size': 8, 'projection': 8, 'features': 4, 'relatio
 def _options(options):
   row, dataset, tiny = None, 'trec', False
   for option in [o.strip() for o in (options or '').split(',') if o.strip()]:
-    if option in ENCODERS and row is None:
+    if option in {**ENCODERS, **TREE_ENCODERS} and row is None:
       row = option
     elif option in DATASETS:
       dataset = option
@@ -72,7 +81,8 @@ def _options(options):
       tiny = True
     else:
       raise ValueError(f'configs/encoders/compare.py: unknown or repeated option {option!r}; known: '
-                       f'one of {sorted(ENCODERS)}, one of {list(DATASETS)}, tiny')
+                       f'one of {sorted(ENCODERS)} (with sst also {sorted(TREE_ENCODERS)}), one of '
+                       f'{list(DATASETS)}, tiny')
   return row, dataset, tiny
 
 
@@ -86,6 +96,7 @@ def _data(dataset: str) -> ml_collections.ConfigDict:
     data = loaders.default_config('sst')
     data.manual_dir = '../shared/data/sst'
     data.config = 'fine'
+    data.trees = True  # the tree rows' structure inputs (tokens are then the tree leaves for every row)
   else:
     data = loaders.default_config('snli')
     data.manual_dir = liu_lapata.shared_snli_manual_dir(repo)
@@ -120,7 +131,10 @@ def get_config(options=''):
   config.parallel = 'shard_map'
   config.distributed = False
   config.data = _data(dataset)
-  encoder, pooling = ENCODERS[row or 'bilstm_max']
+  if row in TREE_ENCODERS and dataset != 'sst':
+    raise ValueError(f'configs/encoders/compare.py: row {row!r} needs SST trees; add the option sst')
+  rows = {**ENCODERS, **(TREE_ENCODERS if dataset == 'sst' else {})}
+  encoder, pooling = rows[row or 'bilstm_max']
   config.model = _model(encoder, pooling, dataset == 'snli')
 
   config.optimizer = training_config.optimizer_defaults()
@@ -134,7 +148,7 @@ def get_config(options=''):
 
   config.variants = ml_collections.ConfigDict()
   if row is None:
-    for name, (section, pool) in ENCODERS.items():
+    for name, (section, pool) in rows.items():
       config.variants[name] = {'model': {'encoder': dict(section), 'pooling': pool}}
 
   if tiny:
