@@ -1,5 +1,7 @@
 """MHS-RNN cell (Luo & Zhu sec. III-B) against a direct float64 numpy transcription of its six scenarios,
 and the HAN segment functions against per-sentence numpy loops."""
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -158,7 +160,7 @@ def test_straight_through_gradient_reaches_the_detector():
     out = mhs_rnn.mhs_rnn_scan(params._replace(detector_u=u), x, p, jnp.array([6]), slope=0.05)
     return jnp.sum(out.h2) + jnp.sum(out.h1)
 
-  g = jax.grad(loss)(params.detector_u)
+  g = jax.jit(jax.grad(loss))(params.detector_u)
   assert np.all(np.isfinite(g)) and np.abs(g).sum() > 0
   assert mhs_rnn.straight_through_step(jnp.array(0.7)) == 1.0
   assert jax.grad(lambda v: mhs_rnn.straight_through_step(v))(0.7) == 1.0
@@ -168,8 +170,8 @@ def test_straight_through_gradient_reaches_the_detector():
 
 
 def test_sentence_ids_close_the_last_sentence():
-  ids, closed, num = han.sentence_ids(jnp.array([[0, 1, 0, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 0]]),
-                                      jnp.array([4, 0, 3]))
+  ids, closed, num = jax.jit(han.sentence_ids)(jnp.array([[0, 1, 0, 0, 0], [0, 0, 0, 0, 0], [1, 1, 1, 0, 0]]),
+                                               jnp.array([4, 0, 3]))
   np.testing.assert_array_equal(ids, [[0, 0, 1, 1, 2], [0, 0, 0, 0, 0], [0, 1, 2, 3, 3]])
   np.testing.assert_array_equal(closed, [[0, 1, 0, 1, 0], [0] * 5, [1, 1, 1, 0, 0]])
   np.testing.assert_array_equal(num, [2, 0, 3])
@@ -181,10 +183,17 @@ def test_segment_softmax_and_sum_match_per_sentence_numpy():
   values = rng.normal(size=(2, 7, 3))
   bounds = np.array([[0, 0, 1, 0, 1, 0, 0], [1, 0, 0, 0, 0, 0, 0]])
   lengths = np.array([6, 4])
-  ids, _, num = han.sentence_ids(jnp.asarray(bounds), jnp.asarray(lengths))
   mask = np.arange(7)[None] < lengths[:, None]
-  w = np.asarray(han.segment_softmax(jnp.asarray(scores, jnp.float32), ids, jnp.asarray(mask)))
-  s = np.asarray(han.segment_sum(jnp.asarray(values, jnp.float32), jnp.asarray(w), ids))
+
+  @jax.jit
+  def segments(scores, values, bounds, lengths, mask):
+    ids, _, num = han.sentence_ids(bounds, lengths)
+    w = han.segment_softmax(scores, ids, mask)
+    return ids, num, w, han.segment_sum(values, w, ids)
+
+  ids, num, w, s = segments(jnp.asarray(scores, jnp.float32), jnp.asarray(values, jnp.float32),
+                            jnp.asarray(bounds), jnp.asarray(lengths), jnp.asarray(mask))
+  w, s = np.asarray(w), np.asarray(s)
   for b in range(2):
     ids_b = np.asarray(ids[b])
     for k in range(7):
@@ -202,13 +211,26 @@ def test_reset_gru_equals_a_gru_run_on_each_sentence():
   rng = np.random.default_rng(4)
   params = han.GRUParams(*(jnp.asarray(a, jnp.float32) for a in (
       rng.normal(0, .5, (E, 3 * H)), rng.normal(0, .5, (H, 3 * H)), rng.normal(0, .5, (3 * H,)))))
-  x = jnp.asarray(rng.normal(size=(1, 7, E)), jnp.float32)
-  closed = jnp.array([[0, 0, 1, 0, 1, 0, 0]], jnp.float32)
-  length = jnp.array([6])
-  _, closed, _ = han.sentence_ids(closed, length)
+  x = rng.normal(size=(1, 7, E))
+  segments = ((0, 3), (3, 5), (5, 6))
+  # Row 0: the document with sentence flags at 2 and 4 (length 6); rows 1-3: each sentence alone,
+  # left-aligned, without flags (one shape, so one compile per direction).
+  rows = np.zeros((4, 7, E))
+  rows[0] = x[0]
+  for k, (a, b) in enumerate(segments):
+    rows[k + 1, :b - a] = x[0, a:b]
+  flags = np.zeros((4, 7))
+  flags[0, [2, 4]] = 1
+  lengths = jnp.array([6] + [b - a for a, b in segments])
+
+  @functools.partial(jax.jit, static_argnames='reverse')
+  def run(x, flags, lengths, reverse):
+    _, closed, _ = han.sentence_ids(flags, lengths)
+    return han.gru_scan(params, x, lengths, han.segment_starts(closed, reverse=reverse), reverse=reverse)
+
   for reverse in (False, True):
-    got = han.gru_scan(params, x, length, han.segment_starts(closed, reverse=reverse), reverse=reverse)
-    for a, b in ((0, 3), (3, 5), (5, 6)):
-      alone = han.gru_scan(params, x[:, a:b], jnp.array([b - a]), reverse=reverse)
-      np.testing.assert_allclose(got[0, a:b], alone[0], atol=1e-6)
-    assert not np.asarray(got)[0, 6:].any()
+    got = np.asarray(run(jnp.asarray(rows, jnp.float32), jnp.asarray(flags, jnp.float32), lengths,
+                         reverse=reverse))
+    for k, (a, b) in enumerate(segments):
+      np.testing.assert_allclose(got[0, a:b], got[k + 1, :b - a], atol=1e-6)
+    assert not got[0, 6:].any()

@@ -195,18 +195,23 @@ def collate(examples: Sequence[Example], kind: str, shape: tuple[int, ...]) -> B
     sentence_lengths = np.zeros((len(examples), s), np.int32)
     has_heads = 'heads' in examples[0]
     heads = np.full((len(examples), s, t), -1, np.int32) if has_heads else None
+    punctuation = np.zeros((len(examples), s, t), np.int32) if 'punctuation' in examples[0] else None
     for i, e in enumerate(examples):
       for j, sentence in enumerate(e['sentences']):
         tokens[i, j, :len(sentence)] = sentence
         sentence_lengths[i, j] = len(sentence)
         if has_heads:
           heads[i, j, :len(sentence)] = e['heads'][j]
+        if punctuation is not None:
+          punctuation[i, j, :len(sentence)] = e['punctuation'][j]
     batch = {'tokens': tokens, 'sentence_lengths': sentence_lengths,
              'num_sentences': np.asarray([len(e['sentences']) for e in examples], np.int32)}
     if 'label' in examples[0]:
       batch['label'] = _labels(examples)
     if has_heads:
       batch['heads'] = heads
+    if punctuation is not None:
+      batch['punctuation'] = punctuation
     return batch
   raise ValueError(f'unknown kind {kind!r}; expected one of {KINDS}')
 

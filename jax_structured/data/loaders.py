@@ -83,13 +83,16 @@ LOADER_DEFAULTS: dict[str, dict[str, Any]] = {
     'iwslt15_en_vi': {'lowercase': False, 'max_length': 50, 'target_min_count': 1,
                       'target_max_vocab_size': 0},
     # `encoding`: text encoding of files without a byte-order mark (a BOM decides by itself).
+    # `punctuation` (documents): '' ordinary tokens; 'keep': per-token flags `punctuation` [B, S, T]
+    # in the batches (Luo & Zhu's static boundary p_t, eq. 2); 'p': flags, and every punctuation token
+    # replaced by the one token 'p' before the vocabulary is built (Luo & Zhu sec. IV-B).
     'document_classification': {'config': 'yelp13', 'min_count': 6, 'max_sentences': 0,
                                 'max_sentence_length': 0, 'embedding_dim': 200,
                                 'tokenizer': 'auto', 'validation_fraction': 0.1,
-                                'encoding': 'utf-8'},
+                                'encoding': 'utf-8', 'punctuation': ''},
     'text_classification': {'min_count': 6, 'split_sentences': False, 'max_sentences': 0,
                             'max_sentence_length': 0, 'embedding_dim': 200,
-                            'validation_fraction': 0.1, 'encoding': 'utf-8'},
+                            'validation_fraction': 0.1, 'encoding': 'utf-8', 'punctuation': ''},
 }
 
 
@@ -750,6 +753,31 @@ def _check_document_keys(cfg):
   for key in ('max_sentences', 'max_sentence_length'):
     if cfg[key] < 0:
       raise ValueError(f'config.data.{key}={cfg[key]} must be >= 0')
+  if cfg['punctuation'] not in PUNCTUATION_OPTIONS:
+    raise ValueError(f'config.data.punctuation={cfg["punctuation"]!r} must be one of '
+                     f'{PUNCTUATION_OPTIONS}: \'\' (ordinary tokens), \'keep\' (per-token flags) or '
+                     f"'p' (flags, every punctuation token mapped to {PUNCTUATION_TOKEN!r})")
+
+
+PUNCTUATION_OPTIONS = ('', 'keep', 'p')
+PUNCTUATION_TOKEN = 'p'  # Luo & Zhu sec. IV-B: "we replace all of the punctuation marks with 'p'"
+
+
+def _mark_punctuation(data: dict[str, list], option: str) -> dict[str, list]:
+  """{split: [(doc, label, flags)]}: per-token 0/1 `text.is_punctuation` flags of every sentence, the
+  punctuation tokens replaced by PUNCTUATION_TOKEN when `option == 'p'` (flags from the original
+  strings, so a real word 'p' keeps flag 0)."""
+  out = {}
+  for split, items in data.items():
+    rows = []
+    for doc, label in items:
+      flags = [[int(text_lib.is_punctuation(t)) for t in sentence] for sentence in doc]
+      if option == 'p':
+        doc = [[PUNCTUATION_TOKEN if f else t for t, f in zip(sentence, fs)]
+               for sentence, fs in zip(doc, flags)]
+      rows.append((doc, label, flags))
+    out[split] = rows
+  return out
 
 
 @registry.register('document_classification')
@@ -806,6 +834,9 @@ def _filter_documents(split, items, cfg, skipped):
 
 def _documents(name, builder_name, builder_config, cfg, data, skipped, held_out) -> core.TaskData:
   label_names = _label_names(data, held_out)
+  marked = _mark_punctuation(data, cfg['punctuation']) if cfg['punctuation'] else None
+  if marked is not None:
+    data = {split: [(doc, y) for doc, y, _ in items] for split, items in marked.items()}
   vocab = _vocab((s for doc, _ in data['train'] for s in doc), cfg)
   examples = {}
   for split, items in data.items():
@@ -814,6 +845,9 @@ def _documents(name, builder_name, builder_config, cfg, data, skipped, held_out)
          'label': _label_index(label_names, y, name=name, split=split, index=i, cfg=cfg,
                                builder_name=builder_name, builder_config=builder_config)}
         for i, (doc, y) in enumerate(items)]
+    if marked is not None:
+      for example, (_, _, flags) in zip(examples[split], marked[split]):
+        example['punctuation'] = [np.asarray(f, np.int32) for f in flags]
   return _finish(name, 'document', cfg, vocab, label_names, examples, skipped,
                  lambda: [s for sp in ('train', 'validation') for doc, _ in data.get(sp, []) for s in doc])
 
@@ -831,6 +865,9 @@ def load_text_classification(config) -> core.TaskData:
   cfg = validate_config(config, 'text_classification')
   _check_document_keys(cfg)
   builder_config = cfg['config'] or None
+  if cfg['punctuation'] and not cfg['split_sentences']:
+    raise ValueError(f'config.data.punctuation={cfg["punctuation"]!r} marks punctuation in documents: '
+                     'set config.data.split_sentences=True too (or punctuation=\'\')')
   raw, skipped, held_out = _read_splits('text_classification', cfg, builder_config)
   if cfg['split_sentences']:
     data = {}

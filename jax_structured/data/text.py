@@ -11,11 +11,13 @@ Everything here is deterministic, rule based and offline (no downloaded models):
 * `sst_phrases`: all labelled phrases of an SST tree in PTB bracket format.
 * `filter_by_length`: drops too long / empty examples and counts what was dropped.
 * `char_ids`: byte-level character ids of words (the parser's character CNN).
+* `is_punctuation`: whether a token is a punctuation mark (Luo & Zhu's static boundary, eq. 2).
 """
 from __future__ import annotations
 
 import collections
 import re
+import unicodedata
 from typing import Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
@@ -119,6 +121,22 @@ def tokenize(text: str, *, lowercase: bool = False) -> list[str]:
   if lowercase:
     text = text.lower()
   return _TOKEN_RE.findall(text)
+
+
+# Penn Treebank escapes of brackets (lower-cased in Tang et al.'s Yelp files) and its opening quote.
+_PTB_PUNCTUATION = frozenset('-lrb- -rrb- -lsb- -rsb- -lcb- -rcb- ` ``'.split())
+
+
+def is_punctuation(token: str) -> bool:
+  """Whether `token` is a punctuation mark: every character is Unicode punctuation (categories P*:
+  . , ; : ! ? ' " ( ) - ... '' % & * and their Unicode forms), or PTB's `` or a bracket escape (-LRB-,
+  -rrb-, ...). Symbols ($ + = < > ^ |) and words with punctuation inside ("e.g.", "3.14", "don't") are
+  not."""
+  if not token:
+    return False
+  if token.lower() in _PTB_PUNCTUATION:
+    return True
+  return all(unicodedata.category(ch).startswith('P') for ch in token)
 
 
 # --------------------------------------------------------------------------------------------------

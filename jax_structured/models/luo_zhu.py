@@ -12,10 +12,14 @@ The same input serves HAN (word BiGRU restarted per sentence, attention inside e
 baselines see exactly the same data. Under the generic 'classifier.sentence' head they run wherever the
 batch carries 'boundaries'; 'luo_zhu.document_classifier' builds that flat input on the device from the
 document batches of the `document_classification` / `text_classification(split_sentences=True)` loaders
-(`flatten_documents`: sentence ends -> p_t = 1), so Yelp, Yahoo, Amazon and Debian need no new data
-arrays. The loaders' sentence splitter ends sentences at their final punctuation, which is the token that
-carries p_t = 1 here; punctuation inside a sentence (commas) is an ordinary token the dynamic detector
-may learn to use (the boundary analysis counts exactly that).
+(`flatten_documents`). Static boundaries (`config.model.static_boundaries`): 'sentences' flags the
+last token of every sentence of the loader's split; 'punctuation' (MHS-RNN in configs/luo_zhu, the
+paper's eq. 2: p_t = 1 iff the input is a punctuation mark) also flags every punctuation token (commas,
+brackets, quotes, ...), from the per-token batch['punctuation'] that the loaders add when
+`config.data.punctuation` is 'keep' (tokens unchanged) or 'p' (every punctuation token replaced by
+the one token 'p' before the vocabulary is built, sec. IV-B). The flags are computed from the token
+strings in the loader (`data.text.is_punctuation`), where the words are known; a sentence end without
+punctuation (a document's last sentence, a pre-split corpus) stays a boundary.
 
 Encoders ('boundaries' in STRUCTURE_INPUTS):
   'mhs_rnn'  sec. III-A/B (`attention=False`): states [h^1_t, h^2_t] [..., N, 2H]; sentence vector: the
@@ -29,17 +33,19 @@ Encoders ('boundaries' in STRUCTURE_INPUTS):
   'hm_rnn'   Chung et al. (2016) HM-LSTM, 3 layers with learned boundaries at every layer: states are
              the layers' h concatenated [..., N, L*H]; sentence vector: those after the last token.
 All sow (with `sow_prefix`) 'boundaries' (z_t; hm_rnn: [..., N, L]), 'boundary_probs' (z~_t) and
-'lengths'; mhs_rnn and han also 'static_boundaries' (the p_t used), 'word_attention'.
+'lengths'; mhs_rnn and han also 'static_boundaries' (the p_t used), 'word_attention'; mhs_rnn and
+hm_rnn 'slope' (the a used, []).
 
 Slope annealing (sec. IV-B "we tune the slope a in the range from 1 to 5"; Chung et al.: a grows during
 training): `slope` -> `slope_end` linearly over `slope_anneal_steps` steps, read from the structure key
-'step' (int [], the train step) when the model passes one; without it the slope is `slope`. The forward
+'step' (int [], the train step: `training.steps.train_step` adds batch['step'] = state.step and
+'luo_zhu.document_classifier' passes it on); without it (evaluation) the slope is `slope`. The forward
 value of every boundary is independent of a (z = 1 iff the detector's pre-activation is > 0): the slope
 only shapes the straight-through gradient, so evaluation never depends on it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Mapping, Optional
+from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Optional
 
 import flax.linen as nn
 import jax
@@ -120,8 +126,9 @@ class MHSRNNEncoder(_Boundaries):
     flat_x, flat_len, bounds, batch_shape = _flatten(x, lengths, structure)
     steps = flat_x.shape[1]
     ids, closed, num = han_lib.sentence_ids(bounds, flat_len)
-    out = mhs_lib.MHSRNN(self.hidden_size, name='mhs_rnn')(flat_x, closed, flat_len,
-                                                           self.slope_value(structure))
+    slope = self.slope_value(structure)
+    self.sow('intermediates', sow_prefix + 'slope', slope)
+    out = mhs_lib.MHSRNN(self.hidden_size, name='mhs_rnn')(flat_x, closed, flat_len, slope)
     states = jnp.concatenate([out.h1, out.h2], -1)  # h^c_t of eq. 9
     self.sow('intermediates', sow_prefix + 'boundaries', out.z.reshape(batch_shape + (steps,)))
     self.sow('intermediates', sow_prefix + 'boundary_probs', out.z_prob.reshape(batch_shape + (steps,)))
@@ -197,8 +204,9 @@ class HMRNNEncoder(_Boundaries):
     del sow_splits, train
     flat_x, flat_len, _, batch_shape = _flatten(x, lengths, structure)
     steps = flat_x.shape[1]
-    out = hm_lib.HMLSTM(self.hidden_size, self.num_layers, name='hm_lstm')(
-        flat_x, flat_len, self.slope_value(structure))
+    slope = self.slope_value(structure)
+    self.sow('intermediates', sow_prefix + 'slope', slope)
+    out = hm_lib.HMLSTM(self.hidden_size, self.num_layers, name='hm_lstm')(flat_x, flat_len, slope)
     states = out.h.reshape(out.h.shape[:2] + (-1,))
     self.sow('intermediates', sow_prefix + 'boundaries', out.z.reshape(batch_shape + (steps, -1)))
     self.sow('intermediates', sow_prefix + 'boundary_probs', out.z_prob.reshape(batch_shape + (steps, -1)))
@@ -211,19 +219,34 @@ class HMRNNEncoder(_Boundaries):
 # --- Flat documents and the document model ------------------------------------------------------------
 
 
+class FlatDocuments(NamedTuple):
+  """`flatten_documents`' result; N = S * T.
+
+  tokens: int32 [B, N] (0 past the document); lengths: int32 [B] (total words);
+  sentence_ends: float32 [B, N] (1 at the last word of every sentence);
+  sentence_index: int32 [B, N] (the sentence each flat position came from; S past the end);
+  punctuation: float32 [B, N] 0/1 flags (0 past the end), or None when none were given.
+  """
+  tokens: jax.Array
+  lengths: jax.Array
+  sentence_ends: jax.Array
+  sentence_index: jax.Array
+  punctuation: Optional[jax.Array]
+
+
 def flatten_documents(tokens: jax.Array, sentence_lengths: jax.Array, num_sentences: jax.Array,
-                      ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+                      punctuation: Optional[jax.Array] = None) -> FlatDocuments:
   """Concatenates each document's sentences into one token sequence.
 
   Args:
     tokens: int [B, S, T] (a document batch).
     sentence_lengths: int [B, S]; slots at or past num_sentences are ignored.
     num_sentences: int [B].
+    punctuation: optional 0/1 [B, S, T] per-token flags (batch['punctuation'] of
+      `config.data.punctuation`), moved to the same flat positions.
 
   Returns:
-    (flat tokens int32 [B, S*T] (0 past the document), lengths int32 [B] (total words),
-     boundaries float32 [B, S*T] (1 at the last word of every sentence),
-     sentence index int32 [B, S*T] (the sentence each flat position came from; S past the end)).
+    `FlatDocuments`.
   """
   batch, slots, steps = tokens.shape
   slot_real = jsnn.sequence_mask(num_sentences, slots)
@@ -237,11 +260,15 @@ def flatten_documents(tokens: jax.Array, sentence_lengths: jax.Array, num_senten
   pos = n[None, :] - start
   real = n[None, :] < total[:, None]
   pos_c = jnp.clip(pos, 0, steps - 1)
-  flat = tokens[jnp.arange(batch)[:, None], sent_c, pos_c]
-  flat = jnp.where(real, flat, 0)
+  rows = jnp.arange(batch)[:, None]
+  flat = jnp.where(real, tokens[rows, sent_c, pos_c], 0)
   last = pos == jnp.take_along_axis(lens, sent_c, axis=1) - 1
   bounds = jnp.where(real & last, 1.0, 0.0)
-  return flat.astype(jnp.int32), total.astype(jnp.int32), bounds, jnp.where(real, sent, slots)
+  punct = None
+  if punctuation is not None:
+    punct = jnp.where(real & (jnp.asarray(punctuation)[rows, sent_c, pos_c] > 0), 1.0, 0.0)
+  return FlatDocuments(flat.astype(jnp.int32), total.astype(jnp.int32), bounds,
+                       jnp.where(real, sent, slots), punct)
 
 
 @registry.register('luo_zhu.document_classifier')
@@ -276,10 +303,14 @@ class DocumentClassifier(nn.Module):
   'boundaries' and the train 'step') -> pooling -> classifier. Batch: a document batch (`tokens [B, S, T]`,
   `sentence_lengths [B, S]`, `num_sentences [B]`) or a flat one (`tokens [B, N]`, `lengths [B]`,
   `boundaries [B, N]`); an optional int `step` is passed to the encoder (slope annealing).
-  Returns logits [B, num_classes]. Sows (prefix 'document_') what the encoder sows plus `tokens`.
+  Returns logits [B, num_classes]. Sows (prefix 'document_') what the encoder sows plus `tokens` and
+  `sentence_ends` (flat [B, N]).
 
-  Attributes: as `heads._Head` (encoder, embedding, dropout, mlp_hidden), plus pooling: one of
-  `heads.POOLINGS` ('encoder': the encoder's document vector, the paper's models).
+  Attributes: as `heads._Head` (encoder, embedding, dropout, mlp_hidden), plus
+    pooling: one of `heads.POOLINGS` ('encoder': the encoder's document vector, the paper's models).
+    static_boundaries: the encoder's 'boundaries': 'sentences' (the last word of every sentence of the
+      loader's split; HAN as Yang et al.) or 'punctuation' (those and every punctuation token, from
+      batch['punctuation'] of `config.data.punctuation`: Luo & Zhu's p_t, eq. 2).
   """
   encoder: nn.Module
   vocab_size: int
@@ -291,24 +322,42 @@ class DocumentClassifier(nn.Module):
   dropout_rate: float = 0.0
   mlp_hidden: int = 0
   pooling: str = 'encoder'
+  static_boundaries: str = 'sentences'
 
   @nn.compact
   def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> jax.Array:
+    if self.static_boundaries not in STATIC_BOUNDARIES:
+      raise ValueError(f'config.model.static_boundaries={self.static_boundaries!r}; expected one of '
+                       f'{STATIC_BOUNDARIES}')
     tokens = jnp.asarray(batch['tokens'])
+    punct = batch.get('punctuation')
+    if self.static_boundaries == 'punctuation' and punct is None:
+      raise KeyError("config.model.static_boundaries='punctuation' needs per-token flags "
+                     "batch['punctuation']: set config.data.punctuation='p' (Luo & Zhu) or 'keep', or "
+                     "config.model.static_boundaries='sentences'")
+    if punct is not None and jnp.shape(punct) != tokens.shape:
+      raise ValueError(f"batch['punctuation'] has shape {jnp.shape(punct)}; expected the shape of "
+                       f"batch['tokens'] {tokens.shape}")
     if tokens.ndim == 3:
       if 'sentence_lengths' not in batch or 'num_sentences' not in batch:
         raise KeyError("a document batch tokens [B, S, T] needs 'sentence_lengths' and 'num_sentences'")
-      flat, lengths, bounds, _ = flatten_documents(tokens, batch['sentence_lengths'],
-                                                   batch['num_sentences'])
+      flat, lengths, ends, _, punct = flatten_documents(tokens, batch['sentence_lengths'],
+                                                        batch['num_sentences'], punct)
     elif tokens.ndim == 2:
       if 'boundaries' not in batch:
         raise KeyError("a flat batch tokens [B, N] needs batch['boundaries'] [B, N] (1 at the last "
                        "token of each sentence) for 'luo_zhu.document_classifier'")
-      flat, lengths, bounds = tokens, jnp.asarray(batch['lengths'], jnp.int32), batch['boundaries']
+      flat, lengths = tokens, jnp.asarray(batch['lengths'], jnp.int32)
+      real = jsnn.sequence_mask(lengths, tokens.shape[1])
+      ends = jnp.where(real, jnp.asarray(batch['boundaries'], jnp.float32), 0.0)
+      if punct is not None:
+        punct = jnp.where(real & (jnp.asarray(punct) > 0), 1.0, 0.0)
     else:
       raise ValueError(f"batch['tokens'] has shape {tokens.shape}: expected [B, S, T] documents or "
                        '[B, N] flat documents')
+    bounds = ends if self.static_boundaries == 'sentences' else jnp.maximum(ends, punct)
     self.sow('intermediates', 'document_tokens', flat)
+    self.sow('intermediates', 'document_sentence_ends', ends)
     x = heads.embed(self, flat, train)
     structure = {'boundaries': bounds}
     if 'step' in batch:
@@ -320,6 +369,7 @@ class DocumentClassifier(nn.Module):
 
 
 FAMILY = ('mhs_rnn', 'han', 'hm_rnn')
+STATIC_BOUNDARIES = ('sentences', 'punctuation')
 
 
 # --- Configs (configs/luo_zhu/*.py) -------------------------------------------------------------------
@@ -332,6 +382,9 @@ VARIANTS = {
     'hn_ave': {'name': 'han', 'attention': False},
     'hm_rnn': {'name': 'hm_rnn', 'num_layers': 3},
 }
+# config.model.static_boundaries per encoder: MHS-RNN's p_t on every punctuation mark (eq. 2); HAN's
+# sentences are the loader's sentences (Yang et al.); HM-RNN reads no static boundary.
+STATIC_BOUNDARIES_OF = {'mhs_rnn': 'punctuation', 'han': 'sentences', 'hm_rnn': 'sentences'}
 
 
 def document_config(loader: str, data: Mapping[str, Any], *, variant: Optional[str] = None,
@@ -339,7 +392,9 @@ def document_config(loader: str, data: Mapping[str, Any], *, variant: Optional[s
   """The sec. IV-B setting on one data set: 100-d word vectors (the paper: pretrained GloVe; here
   word2vec trained on train + dev unless `data` names a file), every layer 50-d, batches of 64 documents
   of similar length (length buckets), SGD with momentum 0.9 (learning rate 0.05, picked on dev as the
-  paper does), 10% of train held out as dev where the data has no dev split, slope annealed 1 -> 5.
+  paper does), 10% of train held out as dev where the data has no dev split, slope annealed 1 -> 5,
+  every punctuation token mapped to 'p' (`data.punctuation='p'`; 'keep' keeps the tokens) and a static
+  boundary for MHS-RNN (`model.static_boundaries`, per row `STATIC_BOUNDARIES_OF`).
 
   Args:
     loader: 'document_classification' or 'text_classification' (with split_sentences=True in `data`).
@@ -354,7 +409,7 @@ def document_config(loader: str, data: Mapping[str, Any], *, variant: Optional[s
   config.distributed = False
   config.data = loaders.default_config(loader)
   data = {'min_count': 6, 'max_sentences': 60, 'max_sentence_length': 80, 'embeddings': 'word2vec',
-          'embedding_dim': 100, 'batch_size': 64, 'validation_fraction': 0.1, **data}
+          'embedding_dim': 100, 'batch_size': 64, 'validation_fraction': 0.1, 'punctuation': 'p', **data}
   unknown = sorted(set(data) - set(config.data))
   if unknown:
     raise ValueError(f'data key(s) {unknown} are not keys of the {loader!r} loader: {sorted(config.data)}')
@@ -365,7 +420,7 @@ def document_config(loader: str, data: Mapping[str, Any], *, variant: Optional[s
   config.model = ml_collections.ConfigDict({
       'name': 'luo_zhu.document_classifier', 'embedding_dim': 100, 'freeze_embeddings': False,
       'embedding_dropout': 0.0, 'dropout_rate': 0.0, 'mlp_hidden': 0, 'pooling': 'encoder',
-      'encoder': encoder})
+      'static_boundaries': 'punctuation', 'encoder': encoder})
   config.optimizer = training_config.optimizer_defaults()
   config.optimizer.name = 'sgd'
   config.optimizer.momentum = 0.9
@@ -373,12 +428,13 @@ def document_config(loader: str, data: Mapping[str, Any], *, variant: Optional[s
   config.train = training_config.train_defaults()
   config.train.update({'num_epochs': 10, 'log_every_steps': 50, 'early_stopping_patience': 3})
   config.variants = ml_collections.ConfigDict()
-  rows = {name: {'model': {'encoder': _encoder_section(row)}} for name, row in VARIANTS.items()}
+  rows = {name: {'model': {'static_boundaries': STATIC_BOUNDARIES_OF[row['name']],
+                           'encoder': _encoder_section(row)}} for name, row in VARIANTS.items()}
   if variant is None:
     for name, row in rows.items():
       config.variants[name] = row
   else:
-    config.model.encoder.update(rows[variant]['model']['encoder'])
+    config.model.update(rows[variant]['model'])
   if tiny:
     config.data.embeddings = ''
     config.data.embedding_dim = 8

@@ -61,7 +61,8 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
 
   Args:
     state: the replicated TrainState.
-    batch: this shard's batch dict (numpy layout of docs/internals.md, leading axis B / shards).
+    batch: this shard's batch dict (numpy layout of docs/internals.md, leading axis B / shards); the
+      model and the task see it with 'step' (int32 [], `state.step`) added.
     rng: the base PRNG key of the run (replicated).
     apply_fn: `model.apply`.
     task: the task (loss and metrics).
@@ -73,6 +74,7 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
     (new state, {metric: (sum, count)} summed over shards, plus 'grad_norm': (norm, 1)).
   """
   rng = jax.random.fold_in(jax.random.fold_in(rng, state.step), jax.lax.axis_index(axis_name))
+  batch = {**batch, 'step': state.step}  # int32 []: schedules inside models (e.g. Luo & Zhu's slope)
 
   def loss_fn(params):
     outputs = apply_fn({'params': params, **state.model_state}, batch, train=True,

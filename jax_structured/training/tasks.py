@@ -99,11 +99,14 @@ class Task:
 
 
 def example_weights(batch: Mapping[str, jax.Array], dtype=jnp.float32) -> jax.Array:
-  """`example_mask [B]` as `dtype` (all ones when the batch has none, e.g. LM stream batches)."""
+  """`example_mask [B]` as `dtype` (all ones when the batch has none, e.g. LM stream batches; B from
+  the first array with a batch axis: scalars such as the train step 'step' are skipped)."""
   if 'example_mask' in batch:
     return batch['example_mask'].astype(dtype)
-  first = next(iter(batch.values()))
-  return jnp.ones(first.shape[:1], dtype)
+  first = next((v for v in batch.values() if jnp.ndim(v) > 0), None)
+  if first is None:
+    raise ValueError(f'the batch has no array with a batch axis (keys {sorted(batch)})')
+  return jnp.ones(jnp.shape(first)[:1], dtype)
 
 
 def _nll(logits: jax.Array, labels: jax.Array) -> jax.Array:

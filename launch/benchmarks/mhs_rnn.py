@@ -58,6 +58,11 @@ def make_batch(batch, steps, seed=0):
           'label': jnp.asarray(rng.integers(0, 5, size=(batch,)), jnp.int32)}
 
 
+def _init(model, tx, key, data, dtype):
+  params = jax.tree.map(lambda x: x.astype(dtype), model.init(key, data)['params'])
+  return params, tx.init(params)
+
+
 def measure(encoder, fields, pooling, batch, steps, hidden, *, repeats=20, dtype='float32', seed=0):
   """Median seconds of one training step and the tokens/s it gives."""
   section = {**encoders.default_config(encoder), **fields, 'hidden_size': hidden}
@@ -68,8 +73,8 @@ def measure(encoder, fields, pooling, batch, steps, hidden, *, repeats=20, dtype
       'encoder': section}), vocab_size=VOCAB_SIZE, num_classes=5)
   data = make_batch(batch, steps, seed)
   tx = optax.sgd(0.05, momentum=0.9)
-  params = jax.tree.map(lambda x: x.astype(dtype), model.init(jax.random.key(seed), data)['params'])
-  opt_state = tx.init(params)
+  # Initialised in one compiled call (eagerly, every small op of the scans' setup compiles by itself).
+  params, opt_state = jax.jit(lambda key: _init(model, tx, key, data, dtype))(jax.random.key(seed))
 
   def loss_fn(params):
     logits = model.apply({'params': params}, data, train=True).astype(jnp.float32)
