@@ -386,3 +386,19 @@ def test_snli_longest_constant(shared_data):
         for key in ('sentence1_binary_parse', 'sentence2_binary_parse'):
           longest = max(longest, sum(t not in '()' for t in record[key].split()))
   assert longest == SNLI_LONGEST
+
+
+# --- the relation_networks benchmark -------------------------------------------------------------
+
+
+def test_benchmark_sizes_and_ratios(monkeypatch):
+  from launch.benchmarks import relation_networks as bench
+  monkeypatch.setattr(bench, 'BASELINE', 'bow')  # one BiLSTM to compile instead of two
+  assert bench.parse_sizes('32x16, 8x64x100') == [(32, 16, 300), (8, 64, 100)]
+  with pytest.raises(ValueError, match=r"--sizes item '8x' is not BATCHxN"):
+    bench.parse_sizes('8x')
+  rows = bench.run([(2, 4, 4)], repeats=1, rows=('bow', 'rn_none'))
+  assert [r['model'] for r in rows] == ['bow', 'rn_none']
+  assert rows[0]['train x bilstm'] == 1.0 and rows[1]['train x bilstm'] > 0
+  assert all(r['peak MiB'] > 0 for r in rows)
+  assert 'rn_none' in bench.format_table(rows)
