@@ -112,7 +112,7 @@ def test_ap_dcnn_classifier_inputs_and_its_parts():
 
 def test_encoders_name_missing_structure_and_bad_settings():
   x, lengths = _inputs(5)
-  with pytest.raises(KeyError, match='config.data.trees=True'):
+  with pytest.raises(KeyError, match='config.data.binary_trees=True'):
     encoders.build({'name': 'tree_lstm', 'hidden_size': 2}).init(jax.random.PRNGKey(0), x, lengths)
   with pytest.raises(ValueError, match='classifier_input'):
     encoders.build({'name': 'ap_dcnn', 'classifier_input': 'test_only'}).init(
@@ -131,7 +131,7 @@ def _sst_config(manual_dir, tfds_dir, **overrides):
 
 
 def test_sst_loader_trees(fixtures_dir, tmp_path):
-  task = data.load(_sst_config(fixtures_dir / 'sst', tmp_path / 'tfds', trees=True))
+  task = data.load(_sst_config(fixtures_dir / 'sst', tmp_path / 'tfds', binary_trees=True))
   train = task.splits['train']
   lines = (fixtures_dir / 'sst' / 'train.txt').read_text().splitlines()
   for example, line in zip(train.examples, lines):
@@ -145,7 +145,7 @@ def test_sst_loader_trees(fixtures_dir, tmp_path):
   steps = batch['tokens'].shape[1]
   assert batch['tree_children'].shape == (2, steps - 1, 2) and batch['tree_labels'].shape == (2, 2 * steps - 1)
   with pytest.raises(ValueError, match='train_phrases'):
-    data.load(_sst_config(fixtures_dir / 'sst', tmp_path / 'tfds', trees=True, train_phrases=True))
+    data.load(_sst_config(fixtures_dir / 'sst', tmp_path / 'tfds', binary_trees=True, train_phrases=True))
 
 
 def test_sst_loader_names_file_and_line_of_a_non_binary_tree(fixtures_dir, tmp_path):
@@ -155,7 +155,7 @@ def test_sst_loader_names_file_and_line_of_a_non_binary_tree(fixtures_dir, tmp_p
     (manual / name).write_text((fixtures_dir / 'sst' / name).read_text())
   (manual / 'train.txt').write_text('(3 (2 Good) (3 film))\n(2 (2 a) (2 flat) (2 node))\n')
   with pytest.raises(tree_batching.TreeError, match=r'train\.txt:2: .*has 3 children'):
-    data.load(_sst_config(manual, tmp_path / 'tfds', trees=True))
+    data.load(_sst_config(manual, tmp_path / 'tfds', binary_trees=True))
 
 
 def test_one_word_sentences_through_every_encoder():

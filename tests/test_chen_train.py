@@ -23,7 +23,7 @@ def test_every_row_builds_with_the_papers_settings():
   module = _module()
   config = module.get_config('')
   assert sorted(config.variants) == sorted(module.ROWS)
-  assert config.data.trees and config.data.batch_size == 50
+  assert config.data.binary_trees and config.data.batch_size == 50
   assert (config.optimizer.name, config.optimizer.learning_rate, config.optimizer.weight_decay) == (
       'adadelta', 0.05, 1e-4)
   assert config.model.dropout_rate == 0.5 and config.model.mlp_hidden == 0
@@ -55,3 +55,17 @@ def test_tiny_config_trains(fixtures_dir, tmp_path, row):
   assert results['steps'] == 3
   for split in ('validation', 'test'):
     assert math.isfinite(results[split]['loss']) and 0.0 <= results[split]['accuracy'] <= 1.0
+
+
+def test_tree_lstm_benchmark_measures_every_column():
+  from launch.benchmarks import tree_lstm as bench  # pylint: disable=g-import-not-at-top
+  assert bench.parse_sizes('50x32,8x16x64') == [(50, 32, 150), (8, 16, 64)]
+  with pytest.raises(ValueError, match="'8x1'"):
+    bench.parse_sizes('8x1')
+  row = bench.measure(2, 3, 4, repeats=1)
+  for phase in ('infer', 'train'):
+    for name in ('tree-LSTM', 'BiLSTM', 'one-at-a-time'):
+      assert math.isfinite(row[f'{name} {phase} sent/s']) and row[f'{name} {phase} sent/s'] > 0
+    assert row[f'batched/loop {phase}'] == pytest.approx(
+        row[f'tree-LSTM {phase} sent/s'] / row[f'one-at-a-time {phase} sent/s'])
+  assert 'batched/loop' in bench.format_table([row])

@@ -6,7 +6,7 @@ r"""Table 1 of Chen et al. (2017), "Tree-LSTM guided attention pooling of DCNN":
 
 Every row runs in the same code on the same data: the 'classifier.sentence' head (one embedding layer,
 dropout 0.5 on the penultimate layer, a linear softmax classifier: Chen eqs. 12-13) over one encoder of
-`models.chen` / `models.encoders`. The sst loader runs with `data.trees=True` for every row (the binary
+`models.chen` / `models.encoders`. The sst loader runs with `data.binary_trees=True` for every row (the binary
 Tree-LSTM needs the trees; the tokens are then the tree leaves for all rows alike).
 
 Rows (`variants`; pick one with its name):
@@ -96,7 +96,7 @@ def get_config(options=''):
   config.data = loaders.default_config('sst')
   config.data.config = labels
   config.data.manual_dir = '../shared/data/sst'
-  config.data.trees = True
+  config.data.binary_trees = True
   config.data.batch_size = 50
   config.data.embeddings = vectors or 'word2vec'
   config.data.embedding_dim = 300

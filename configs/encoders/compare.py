@@ -60,7 +60,7 @@ ENCODERS = {
     # Chen et al. (2017): DCNN (widths 7 then 5, 100 maps, k_top 4; its own k-max vector).
     'dcnn': ({'name': 'dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4}, 'encoder'),
 }
-# Rows that need SST's binarised trees (`sst` only; data.trees=True): Chen et al.'s Tree-LSTM and AP-DCNN.
+# Rows that need SST's binarised trees (`sst` only; data.binary_trees=True): Chen et al.'s Tree-LSTM and AP-DCNN.
 TREE_ENCODERS = {
     'tree_lstm': ({'name': 'tree_lstm', 'hidden_size': 150}, 'encoder'),
     'ap_dcnn': ({'name': 'ap_dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4,
@@ -96,7 +96,7 @@ def _data(dataset: str) -> ml_collections.ConfigDict:
     data = loaders.default_config('sst')
     data.manual_dir = '../shared/data/sst'
     data.config = 'fine'
-    data.trees = True  # the tree rows' structure inputs (tokens are then the tree leaves for every row)
+    data.binary_trees = True  # the tree rows' structure inputs (tokens are then the tree leaves for every row)
   else:
     data = loaders.default_config('snli')
     data.manual_dir = liu_lapata.shared_snli_manual_dir(repo)

@@ -73,7 +73,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
 
 # Per loader: its extra keys and the defaults that differ from COMMON_DEFAULTS.
 LOADER_DEFAULTS: dict[str, dict[str, Any]] = {
-    'sst': {'config': 'fine', 'train_phrases': False, 'trees': False},
+    'sst': {'config': 'fine', 'train_phrases': False, 'binary_trees': False},
     'trec': {'config': 'coarse', 'lowercase': False, 'clean': True, 'validation_fraction': 0.1},
     'snli': {'lowercase': False},
     'quora_qqp': {'lowercase': False},
@@ -428,23 +428,23 @@ def load_sst(config) -> core.TaskData:
   tree leaves as in the files (lower-cased if `lowercase`). `train_phrases=True` trains on every
   labelled phrase of the training trees (as Kim 2014 and Tai et al. 2015 do; binary: neutral phrases
   dropped, 0-1 -> negative, 3-4 -> positive); dev/test always use whole sentences.
-  `trees=True` adds each sentence's binarised tree as node arrays (`tree_batching`: 'tree_children',
-  'tree_heights', 'tree_labels'; the batched Tree-LSTM's structure inputs); the tokens are then the tree
-  leaves exactly (split on ASCII spaces only: an SST word may contain U+00A0).
+  `binary_trees=True` adds each sentence's binarised tree as node arrays (`tree_batching`:
+  'tree_children', 'tree_heights', 'tree_labels'; the batched Tree-LSTM's structure inputs); the tokens
+  are then the tree leaves exactly (split on ASCII spaces only: an SST word may contain U+00A0).
   """
   cfg = validate_config(config, 'sst')
   if cfg['config'] not in SST_LABELS:
     raise ValueError(f'config.data.config={cfg["config"]!r} for sst must be "fine" or "binary"')
-  if cfg['trees'] and cfg['train_phrases']:
-    raise ValueError('config.data.trees and config.data.train_phrases are both set: phrase examples have '
-                     'no tree of their own; train on whole trees (every node is labelled in tree_labels)')
+  if cfg['binary_trees'] and cfg['train_phrases']:
+    raise ValueError('config.data.binary_trees and config.data.train_phrases are both set: phrase examples '
+                     'have no tree of their own; train on whole trees (every node is labelled in tree_labels)')
   raw, skipped, _ = _read_splits('sst', cfg, cfg['config'])
   lower = cfg['lowercase']
   data = {}
   for split, records in raw.items():
     items = []
     for index, r in enumerate(_progress(records, f'sst/{split}')):
-      if cfg['trees']:
+      if cfg['binary_trees']:
         tokens = [t.lower() if lower else t for t in r['text'].split(' ')]
         try:
           tree = tree_batching.binary_tree_arrays(r['tree'], tokens, lowercase=lower)

@@ -6,7 +6,7 @@ Encoders (registered in `models.encoders`; use them under 'classifier.sentence' 
                           the concatenated top layers' k_top local vectors, flattened.
   'tree_lstm'             binary Tree-LSTM over SST's binarised constituency trees (Tai et al. 2015; Chen
                           eqs. 4-9, `nn.tree_lstm`); states = the leaves' h, sentence = the root's h.
-                          Structure inputs 'tree_children', 'tree_heights' (`config.data.trees=True`).
+                          Structure inputs 'tree_children', 'tree_heights' (`config.data.binary_trees=True`).
   'child_sum_tree_lstm'   Child-Sum Tree-LSTM over dependency trees (structure input 'heads', gold from
                           CoNLL-U or parsed); states = every word's h, sentence = the root's h.
   'ap_dcnn'               AP-DCNN: DCNN local vectors c_i attention-pooled with a binary Tree-LSTM sentence
@@ -132,7 +132,7 @@ class DCNNEncoder(encoders.Encoder):
 class BinaryTreeLSTMEncoder(encoders.Encoder):
   """Binary (N-ary) Tree-LSTM over binarised constituency trees (Tai et al. 2015 sec. 3.2; Chen eqs. 4-9).
 
-  Needs 'tree_children' and 'tree_heights' (`config.data.trees=True` with the sst loader). States
+  Needs 'tree_children' and 'tree_heights' (`config.data.binary_trees=True` with the sst loader). States
   [..., T, H]: the leaves' h (word j is leaf j); sentence [..., H]: the root's h. Sows the internal nodes'
   h as `<sow_prefix>tree_nodes` [..., T - 1, H] (phrase-level supervision reads them).
 
@@ -180,7 +180,7 @@ def _require(structure, keys, name):
   missing = [k for k in keys if structure is None or k not in structure]
   if missing:
     raise KeyError(f'encoder {name!r} needs structure input(s) {missing}: for SST trees set '
-                   "config.data.trees=True; for 'heads' use a dataset with dependency heads")
+                   "config.data.binary_trees=True; for 'heads' use a dataset with dependency heads")
   return structure
 
 
@@ -244,7 +244,7 @@ class _APDCNN(encoders.Encoder):
 class APDCNNEncoder(_APDCNN):
   __doc__ = _APDCNN.__doc__ + """
   This one: the binary Tree-LSTM over SST's binarised trees ('tree_children', 'tree_heights';
-  `config.data.trees=True`), Chen et al.'s choice (sec. 2.3).
+  `config.data.binary_trees=True`), Chen et al.'s choice (sec. 2.3).
   """
   STRUCTURE_INPUTS: ClassVar[tuple[str, ...]] = ('tree_children', 'tree_heights')
 
