@@ -52,7 +52,7 @@ from jax_structured.nn import lstmn as lstmn_lib
 # Modules imported on first lookup; each registers its encoders (relation networks, DCNN / Tree-LSTM,
 # MHS-RNN add themselves here).
 FAMILY_MODULES: tuple[str, ...] = ('jax_structured.models.yu', 'jax_structured.models.chen',
-                                   'jax_structured.models.luo_zhu')
+                                   'jax_structured.models.luo_zhu', 'jax_structured.models.context_free')
 
 _ENCODERS: dict[str, type] = {}
 
