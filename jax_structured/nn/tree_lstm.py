@@ -16,7 +16,9 @@ Two cells (Tai et al. sec. 3; Chen et al. 2017 eqs. 4-9 write the N-ary one):
 
 Batching (the DGL idea, done on device with static shapes): all nodes of a batch advance together,
 one `lax.scan` step per tree level, each step gathering the children's states; steps past the batch's
-deepest tree are skipped with `lax.cond`, so a batch costs (its depth + 1) steps of whole-batch work.
+deepest tree are skipped with `lax.cond`. The binary Tree-LSTM computes only each level's nodes (sorted
+by height, static windows that shrink with the height: `binary_tree_lstm`); the Child-Sum one updates
+every word at every level (cost (depth + 1) * B * T).
 The functions are jitted (a no-op inside an outer jit), so that eager calls compile once, not op by op.
 
 Binary-tree arrays (built by `data.tree_batching.binary_tree_arrays`) for a sentence of s words padded
@@ -74,7 +76,13 @@ def _gather_nodes(leaf: jax.Array, node: jax.Array, ids: jax.Array, lengths: jax
 def binary_tree_lstm(params: Mapping[str, jax.Array], x: jax.Array, lengths: jax.Array,
                      children: jax.Array, heights: jax.Array
                      ) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """The binary Tree-LSTM over a batch of binarised trees, level by level (one `lax.scan`).
+  """The binary Tree-LSTM over a batch of binarised trees, level by level.
+
+  The batch's internal nodes are sorted by height; level h computes only its own nodes, through a static
+  window of W_h = B * floor(T / (h + 1)) slots (a node of height h spans >= h + 1 words, so a sentence has
+  at most floor(T / (h + 1)) of them). Levels are grouped in blocks [1, 2), [2, 4), [4, 8), ... of one
+  `lax.scan` each with the block's first window, so a batch costs about B * T * log2(T) node updates
+  (not B * T per level) and compiles log2(T) scan bodies. Levels past the deepest tree are skipped.
 
   Args:
     params: {'w': [E, 5H], 'u': [2H, 5H], 'b': [5H]} (gates i, f_l, f_r, o, u).
@@ -96,25 +104,50 @@ def binary_tree_lstm(params: Mapping[str, jax.Array], x: jax.Array, lengths: jax
   leaf_c = jnp.where(word, leaf_c, 0.0)
   num_nodes = children.shape[1]
   node_h = jnp.zeros((batch, num_nodes, hidden), x.dtype)
-  node_c = jnp.zeros_like(node_h)
   if num_nodes:
-    heights = jnp.asarray(heights, jnp.int32)
+    heights = jnp.asarray(heights, jnp.int32).reshape(-1)
     children = jnp.asarray(children, jnp.int32)
+    # One state table: leaves (B * T rows), internal nodes (B * M rows), a sink row for dead slots.
+    leaves, nodes = batch * steps, batch * num_nodes
+    sink = leaves + nodes
+    row = jnp.arange(batch)[:, None, None]
+    s = lengths[:, None, None]
+    child_rows = jnp.where(children < s, row * steps + children, leaves + row * num_nodes + children - s)
+    child_rows = jnp.where(children >= 0, child_rows, sink).reshape(nodes, 2)
+    child_rows = jnp.concatenate([child_rows, jnp.full((1, 2), sink, jnp.int32)])  # slot `nodes`: dead
+    own_rows = jnp.concatenate([leaves + jnp.arange(nodes), jnp.array([sink])])
+    live = heights >= 1
+    order = jnp.argsort(jnp.where(live, heights, num_nodes + 1), stable=True).astype(jnp.int32)
+    sorted_heights = jnp.where(live, heights, num_nodes + 1)[order]
+    levels = jnp.arange(num_nodes + 2)
+    start = jnp.searchsorted(sorted_heights, levels, side='left').astype(jnp.int32)
+    count = jnp.searchsorted(sorted_heights, levels, side='right').astype(jnp.int32) - start
+    order = jnp.concatenate([order, jnp.full((nodes,), nodes, jnp.int32)])  # windows may run past the end
     deepest = jnp.max(heights)
+    table_h = jnp.concatenate([leaf_h.reshape(leaves, hidden), jnp.zeros((nodes + 1, hidden), x.dtype)])
+    table_c = jnp.concatenate([leaf_c.reshape(leaves, hidden), jnp.zeros((nodes + 1, hidden), x.dtype)])
+    first = 1
+    while first <= num_nodes:
+      last = min(2 * first, num_nodes + 1)
+      window = min(nodes, batch * max(steps // (first + 1), 1))
 
-    def level(carry, height):
-      def compute(carry):
-        node_h, node_c = carry
-        h_children = _gather_nodes(leaf_h, node_h, children, lengths)
-        c_children = _gather_nodes(leaf_c, node_c, children, lengths)
-        h_new, c_new = binary_node(jnp.broadcast_to(b, (batch, num_nodes, b.shape[-1])), h_children,
-                                   c_children, u)
-        now = (heights == height)[..., None]
-        return jnp.where(now, h_new, node_h), jnp.where(now, c_new, node_c)
+      def level(carry, height, window=window):
+        def compute(carry):
+          table_h, table_c = carry
+          slots = jax.lax.dynamic_slice(order, (start[height],), (window,))
+          slots = jnp.where(jnp.arange(window) < count[height], slots, nodes)
+          kids = child_rows[slots]  # [W, 2]
+          h_new, c_new = binary_node(jnp.broadcast_to(b, (window, b.shape[-1])), table_h[kids],
+                                     table_c[kids], u)
+          target = own_rows[slots]
+          return table_h.at[target].set(h_new), table_c.at[target].set(c_new)
 
-      return jax.lax.cond(height <= deepest, compute, lambda c: c, carry), None
+        return jax.lax.cond(height <= deepest, compute, lambda c: c, carry), None
 
-    (node_h, node_c), _ = jax.lax.scan(level, (node_h, node_c), jnp.arange(1, num_nodes + 1))
+      (table_h, table_c), _ = jax.lax.scan(level, (table_h, table_c), jnp.arange(first, last))
+      first = last
+    node_h = table_h[leaves:sink].reshape(batch, num_nodes, hidden)
+    node_h = jnp.where(live.reshape(batch, num_nodes)[..., None], node_h, 0.0)
   root_ids = jnp.where(lengths > 1, lengths + lengths - 2, 0)[:, None, None]  # node id s + (s - 2)
   root_h = _gather_nodes(leaf_h, node_h, jnp.broadcast_to(root_ids, (batch, 1, 2))[..., :1], lengths)
   return leaf_h, node_h, root_h[:, 0, 0]
