@@ -40,9 +40,17 @@ Numerics (all exact, no eps, no clamping of scores):
   measured error); batch elements whose estimate is above `6 sqrt(eps)` (or not finite) are
   recomputed by a subtraction-free elimination in log space (`_eliminate_sentence`, GTH-style),
   whose log Z and autodiff marginals matched 80-digit and enumeration references to a few ulps up
-  to |scores| ~ 200. The exact path is a `lax.cond` that runs only when some batch element needs
-  it (under a user's `vmap`: some element of the mapped batch), on the flagged elements only when
-  there are few of them (`_replace_flagged`); per element it costs about 20x the LU path.
+  to |scores| ~ 200. The common path is a straight line, one LU and one solve plus two norms for
+  the estimate; the exact path lies outside it (`_replace_flagged`): a `lax.cond` that runs only
+  when some batch element is flagged (under a user's `vmap`: some element of the mapped batch), on
+  the flagged elements only, gathered into fixed-size chunks (~64k scores each) that a `lax.scan`
+  runs one after the other, so its memory is one chunk's whatever number of elements is flagged.
+  Its marginals come from a hand-written reverse sweep of the elimination that recomputes the steps
+  per segment of sqrt(n) steps (`_elimination_marginals`): O(n^2.5) memory per sentence for the
+  marginals and for their derivative, where autodiff kept every step (O(n^3), more for grad of grad).
+  Value + gradient through `marginals` at B = 64, n = 200 (float32, compiled `memory_analysis`):
+  163 MiB of temporaries with any number of sharp sentences vs 49 MiB for the LU alone (before
+  this design: 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
   `sample` draws from the same two paths: the LU inverse with Sherman-Morrison updates, and for the
   sentences the estimate sends to the exact path, conditionals from the elimination (O(n^4) per tree).
 * One LU factorisation (`jax.lax.linalg.lu`, partial pivoting) gives both `log|det|` and the inverse.
@@ -68,10 +76,12 @@ All functions are pure, jit-able and vmap-able, accept any leading batch shape a
 float64 scores, and run entirely on the device.
 """
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+import numpy as np
 
 from jax_structured.trees import _inputs
 
@@ -171,24 +181,25 @@ def _lu_logdet_and_inverse(lap):
 
 @jax.custom_jvp
 def _logdet_and_inverse(lap):
-  """(log|det lap| [...], lap^-1 [..., n, n]) from one LU factorisation, differentiable to any order.
+  """(log|det lap| [...], lap^-1 [..., n, n], spoiled [...] bool) from one LU and one solve.
 
-  Where rounding may have spoiled the result (`_needs_exact`), both are returned as zeros (an
-  inverse is never all zero), so that the derivatives of those batch elements are zero rather than
-  NaN; `_statistics` recomputes them exactly.
+  Differentiable to any order. `spoiled` is `_needs_exact` (the error estimate is too large, or
+  something is not finite); there both results are returned as zeros, so that the derivatives of
+  those batch elements are zero rather than NaN (`_statistics` recomputes them exactly).
   """
   logdet, inverse = _lu_logdet_and_inverse(lap)
   spoiled = _needs_exact(lap, inverse)
-  return (jnp.where(spoiled, 0.0, logdet), jnp.where(spoiled[..., None, None], 0.0, inverse))
+  return (jnp.where(spoiled, 0.0, logdet), jnp.where(spoiled[..., None, None], 0.0, inverse), spoiled)
 
 
 @_logdet_and_inverse.defjvp
 def _logdet_and_inverse_jvp(primals, tangents):
   (lap,), (d_lap,) = primals, tangents
-  logdet, inverse = _logdet_and_inverse(lap)  # Calling itself makes higher orders use this rule too.
+  logdet, inverse, spoiled = _logdet_and_inverse(lap)  # Calling itself: higher orders use this rule too.
   d_logdet = jnp.sum(jnp.swapaxes(inverse, -1, -2) * d_lap, axis=(-2, -1))
   d_inverse = -inverse @ d_lap @ inverse
-  return (logdet, inverse), (d_logdet, d_inverse)
+  d_spoiled = np.zeros(spoiled.shape, jax.dtypes.float0)
+  return (logdet, inverse, spoiled), (d_logdet, d_inverse, d_spoiled)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -225,8 +236,16 @@ def _log_sum(x):
 
 
 def _log_add(a, b):
-  """log(exp(a) + exp(b)) elementwise (`_log_sum` of the pair)."""
-  return _log_sum(jnp.stack([a, b]))
+  """log(exp(a) + exp(b)) elementwise, -inf where both are, with finite derivatives of any order.
+
+  The shift `max(a, b)` carries no gradient (the result does not depend on it), so every order of
+  derivative is that of the plain formula; no [2, ...] stack is formed (`_log_sum` of the pair).
+  """
+  top = lax.stop_gradient(jnp.maximum(a, b))
+  top = jnp.where(jnp.isfinite(top), top, 0.0)
+  total = jnp.exp(a - top) + jnp.exp(b - top)
+  positive = total > 0
+  return jnp.where(positive, top + jnp.log(jnp.where(positive, total, 1.0)), -jnp.inf)
 
 
 def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
@@ -258,13 +277,27 @@ def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
     [] log Z (-inf when no tree exists). Its autodiff gradients (the marginals) were accurate to
     a few ulps against 80-digit references on problems where the LU path fails.
   """
+  step, init = _elimination_start(arc_scores, root_scores, mask, single_root)
+  carry, remaining = lax.fori_loop(0, mask.shape[-1], lambda _, c: step(*c), init)
+  return carry[-1]
+
+
+def _elimination_start(arc_scores, root_scores, mask, single_root):
+  """The step of `_eliminate_sentence` and its initial carry.
+
+  Returns:
+    (step, (carry, remaining)): `step(carry, remaining) -> (carry, remaining)` eliminates the
+    remaining word of largest pivot; `carry = (log_weights [n, n], log_excess [n],
+    log_first_order [n], log_z [])` holds everything differentiable, `remaining` [n] bool the words
+    not yet eliminated. Once none is left a step changes nothing.
+  """
   n = mask.shape[-1]
   off_diagonal = ~jnp.eye(n, dtype=bool)
   minus_inf = jnp.full((), -jnp.inf, arc_scores.dtype)
   lowest = jnp.finfo(arc_scores.dtype).min
 
-  def step(carry, _):
-    log_weights, log_excess, log_first_order, remaining, log_z = carry
+  def step(carry, remaining):
+    log_weights, log_excess, log_first_order, log_z = carry
     heads = jnp.where(remaining[:, None], log_weights, minus_inf)
     log_pivots = _log_sum(jnp.concatenate([log_excess[None], heads]))
     # A remaining word with a zero pivot still beats every eliminated word.
@@ -281,13 +314,62 @@ def _eliminate_sentence(arc_scores, root_scores, mask, single_root):
     if single_root:  # the first-order excess only exists in the single-root case
       log_first_order = _log_add(log_first_order, scaled_row + log_first_order[k])
     log_z = log_z + jnp.where(count > 0, value, 0.0)
-    return (log_weights, log_excess, log_first_order, remaining & (jnp.arange(n) != k), log_z), None
+    return (log_weights, log_excess, log_first_order, log_z), remaining & (jnp.arange(n) != k)
 
   log_excess = jnp.full_like(root_scores, -jnp.inf) if single_root else root_scores
-  init = (arc_scores, log_excess, root_scores, mask, jnp.zeros((), arc_scores.dtype))
-  init = _inputs.vary_like(init, arc_scores, root_scores, mask)
-  (_, _, _, _, log_z), _ = lax.scan(step, init, None, length=n)
-  return log_z
+  init = ((arc_scores, log_excess, root_scores, jnp.zeros((), arc_scores.dtype)), mask)
+  return step, _inputs.vary_like(init, arc_scores, root_scores, mask)
+
+
+def _elimination_marginals(arc_scores, root_scores, mask, single_root):
+  """log Z and its gradient (the marginals) by `_eliminate_sentence` and a hand-written reverse sweep.
+
+  The reverse sweep applies each step's VJP from the last step to the first. The steps' states are
+  recomputed per segment of ceil(sqrt(n)) steps from the carries kept at the segment boundaries,
+  and both sweeps' segments are `jax.checkpoint`ed, so this function and any derivative of it
+  (structured attention differentiates the marginals) keep about 2 sqrt(n) states of [n, n]: O(n^2.5)
+  memory per sentence, where autodiff of the elimination keeps all n (O(n^3), and autodiff of that
+  again more). Rounding is that of autodiff (the same operations).
+
+  Args:
+    arc_scores: [n, n] raw scores (the diagonal and padding are ignored).
+    root_scores: [n].
+    mask: [n] bool, real words.
+    single_root: root mode.
+
+  Returns:
+    (log Z [], arc marginals [n, n], root marginals [n]); 0 on padding and the diagonal.
+  """
+  n = mask.shape[-1]
+  arc_ok = _arc_mask(mask)
+  step, init = _elimination_start(*_forbid_padding(arc_scores, root_scores, mask), mask, single_root)
+  inner = max(1, math.isqrt(n - 1) + 1) if n > 1 else 1  # ceil(sqrt(n)) steps per segment
+  outer = -(-n // inner)  # steps past the n-th find no word left and change nothing
+
+  def segment_forward(state, _):
+    return lax.fori_loop(0, inner, lambda _, c: step(*c), state), state
+
+  final, boundaries = lax.scan(jax.checkpoint(segment_forward, prevent_cse=False), init, None,
+                               length=outer)
+  log_z = final[0][-1]
+
+  def segment_backward(cotangent, boundary):
+    states = lax.scan(lambda c, _: (step(*c), c), boundary, None, length=inner)[1]
+
+    def step_back(cotangent, state):
+      carry, remaining = state
+      return jax.vjp(lambda c: step(c, remaining)[0], carry)[1](cotangent)[0], None
+
+    return lax.scan(step_back, cotangent, states, reverse=True)[0], None
+
+  start = jax.tree.map(jnp.zeros_like, init[0])
+  start = start[:-1] + (jnp.ones_like(start[-1]),)  # d log Z / d log Z
+  cotangent = lax.scan(jax.checkpoint(segment_backward, prevent_cse=False), start, boundaries,
+                       reverse=True)[0]
+  d_weights, d_excess, d_first_order, _ = cotangent
+  arc_m = jnp.where(arc_ok, d_weights, 0.0)
+  root_m = jnp.where(mask, d_first_order if single_root else d_excess, 0.0)
+  return log_z, arc_m, root_m
 
 
 def _forbid_padding(arc_scores, root_scores, mask):
@@ -295,19 +377,42 @@ def _forbid_padding(arc_scores, root_scores, mask):
   return (jnp.where(_arc_mask(mask), arc_scores, -jnp.inf), jnp.where(mask, root_scores, -jnp.inf))
 
 
+@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
+def _exact_sentence(arc_scores, root_scores, mask, single_root):
+  """(log Z [], arc marginals [n, n], root marginals [n]) of one sentence by the exact elimination.
+
+  `_elimination_marginals`, with the derivative `d log Z = <marginals, d scores>` (no second
+  reverse sweep for the gradient of log Z); the marginals' own derivative is the forward-mode
+  derivative of `_elimination_marginals` (a Hessian-vector product, O(n^2.5) memory in reverse).
+
+  Args:
+    arc_scores: [n, n] raw scores (padding and the diagonal are ignored).
+    root_scores: [n].
+    mask: [n] bool, real words.
+    single_root: root mode.
+  """
+  return _elimination_marginals(arc_scores, root_scores, mask, single_root)
+
+
+@_exact_sentence.defjvp
+def _exact_sentence_jvp(single_root, primals, tangents):
+  arc_scores, root_scores, mask = primals
+  d_arc, d_root, _ = tangents
+  marginals_of = lambda a, r: _elimination_marginals(a, r, mask, single_root)
+  (log_z, arc_m, root_m), (_, d_arc_m, d_root_m) = jax.jvp(marginals_of, (arc_scores, root_scores),
+                                                           (d_arc, d_root))
+  # Marginals are exactly 0 on padding and forbidden arcs: a tangent there (even inf) adds nothing.
+  d_log_z = (jnp.sum(jnp.where(arc_m != 0, arc_m * d_arc, 0.0))
+             + jnp.sum(jnp.where(root_m != 0, root_m * d_root, 0.0)))
+  return (log_z, arc_m, root_m), (d_log_z, d_arc_m, d_root_m)
+
+
 def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root):
-  """(log Z [...], arc marginals, root marginals) by `_eliminate_sentence` and its gradient."""
+  """(log Z [...], arc marginals, root marginals) of a batch by `_exact_sentence`, NaN where undefined."""
   batch_shape = mask.shape[:-1]
   flat = lambda x: x.reshape((-1,) + x.shape[len(batch_shape):])
-  one = functools.partial(_eliminate_sentence, single_root=single_root)
-  flat_mask = flat(mask)
-
-  def total_log_z(arc, root):
-    log_z = jax.vmap(one)(*_forbid_padding(arc, root, flat_mask), flat_mask)
-    return jnp.sum(log_z), log_z
-
-  (_, log_z), (arc_m, root_m) = jax.value_and_grad(total_log_z, argnums=(0, 1), has_aux=True)(
-      flat(arc_scores), flat(root_scores))
+  log_z, arc_m, root_m = jax.vmap(functools.partial(_exact_sentence, single_root=single_root))(
+      flat(arc_scores), flat(root_scores), flat(mask))
   # NaN or +inf among the real scores: NaN; no tree at all (log Z = -inf): NaN marginals.
   invalid = (jnp.any(jnp.where(_arc_mask(mask), jnp.isnan(arc_scores) | (arc_scores == jnp.inf), False),
                      axis=(-2, -1))
@@ -359,72 +464,89 @@ def _any_anywhere_vmap(axis_size, in_batched, flags):
   return _any_anywhere(flags), False
 
 
-def _replace_flagged(flags, exact_fn, values):
+# Scores per chunk of the exact path: chunks of ~64k scores keep small sentences batched (where
+# per-operation overhead dominates) and give one sentence per chunk from n = 256 on.
+_CHUNK_SCORES = 2**16
+
+
+def _chunk_size(size, n):
+  """Elements per chunk of the exact path: about `_CHUNK_SCORES / n^2`, at least 1, at most `size`."""
+  return max(1, min(size, _CHUNK_SCORES // (n * n)))
+
+
+def _replace_flagged(flags, exact_fn, inputs, values, chunk):
   """`values` with the flagged elements replaced by `exact_fn`'s results: the exact fallback.
 
-  Usually only a few elements are flagged (0.7% of the sentences of a trained document model, in
-  35% of its batches), so `exact_fn` runs on the flagged ones only, gathered, when there are at most
-  `max(4, size / 64)` of them; on the whole batch when there are more; and not at all when there are
-  none (`lax.cond`s whose predicates stay unbatched under a user's `vmap`, see `_any_anywhere`).
+  Usually no element or a few are flagged (0.7% of the sentences of a trained document model, in 35%
+  of its batches). The flagged elements are gathered first and `exact_fn` runs on chunks of `chunk`
+  of them, one chunk after the other (`lax.scan`), only as many chunks as there are flagged elements
+  (a `lax.cond` per chunk) and not at all when none is (an outer `lax.cond`); the predicates stay
+  unbatched under a user's `vmap` (`_any_anywhere`). So the memory of the exact path is that of
+  one chunk (plus the gathered inputs), whatever number of elements is flagged. The whole fallback
+  is rematerialised: differentiating it keeps only its inputs, and its backward pass runs only when
+  it ran forward.
 
   Args:
     flags: [size] bool, the elements to replace.
-    exact_fn: index [k] int32 -> pytree of [k, ...], the exact results of those elements.
+    exact_fn: pytree of [k, ...] inputs -> pytree of [k, ...], the exact results of those elements.
+    inputs: pytree of [size, ...] arrays, the per-element inputs of `exact_fn`.
     values: pytree of [size, ...], the fast path's results.
+    chunk: int >= 1, elements per call of `exact_fn`.
 
   Returns:
     a pytree like `values`.
   """
   size = flags.shape[0]
-  few = min(size, max(4, size // 64))
+  chunk = max(1, min(chunk, size))
+  num_chunks = -(-size // chunk)
 
-  def on_all(values):
-    exact_values = exact_fn(jnp.arange(size))
-    pick = lambda e, v: jnp.where(flags.reshape((size,) + (1,) * (v.ndim - 1)), e, v)
-    return jax.tree.map(pick, exact_values, values)
+  def fallback(flags, inputs, values):
+    # Flagged elements first; slots past them hold `size`, whose results are dropped below.
+    where = jnp.nonzero(flags, size=num_chunks * chunk, fill_value=size)[0]
+    count = jnp.sum(flags)
+    gathered = jax.tree.map(lambda x: x[jnp.minimum(where, size - 1)].reshape(
+        (num_chunks, chunk) + x.shape[1:]), inputs)
+    shapes = jax.eval_shape(exact_fn, jax.tree.map(lambda x: x[0], gathered))
 
-  def on_few(values):
-    where = jnp.nonzero(flags, size=few, fill_value=size)[0]  # size: an unused slot, dropped below
-    exact_values = exact_fn(jnp.minimum(where, size - 1))
-    return jax.tree.map(lambda v, e: v.at[where].set(e, mode='drop'), values, exact_values)
+    def one_chunk(_, xs):
+      index, chunk_inputs = xs
+      run = _any_anywhere(index * chunk < count)
+      skip = lambda _: jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+      # Rematerialised: the scan keeps each chunk's inputs, not the exact path's residuals.
+      return None, lax.cond(run, jax.checkpoint(exact_fn), skip, chunk_inputs)
 
-  # Every exact branch is rematerialised: differentiating a cond keeps the residuals of all its
-  # branches, and the elimination's (n steps of [n, n] per element) would otherwise be zero-filled
-  # even when that branch is not taken.
-  def fallback(values):
-    return lax.cond(_any_anywhere(jnp.sum(flags) > few), jax.checkpoint(on_all),
-                    jax.checkpoint(on_few), values)
+    _, exact_values = lax.scan(one_chunk, None, (jnp.arange(num_chunks), gathered))
+    return jax.tree.map(lambda v, e: v.at[where].set(e.reshape((-1,) + e.shape[2:]), mode='drop'),
+                        values, exact_values)
 
-  return lax.cond(_any_anywhere(flags), fallback, lambda values: values, values)
+  return lax.cond(_any_anywhere(flags), jax.checkpoint(fallback), lambda f, i, v: v, flags, inputs,
+                  values)
 
 
 def _statistics(arc_scores, root_scores, lengths, single_root):
   """Everything the public functions share: log Z, marginals, shifted scores and masks.
 
-  The fast path is one LU factorisation; batch elements whose error estimate (`_needs_exact`) is
-  too large are recomputed by the exact elimination (`lax.cond`: the slow path runs only when some
-  batch element needs it).
+  The common path is a straight line: one LU factorisation and one solve (`_logdet_and_inverse`,
+  whose error estimate costs two norms). Batch elements whose estimate is too large are recomputed
+  by the exact elimination in chunks (`_replace_flagged`), outside that line: when no element is
+  flagged, the only extra cost is the predicate of one `lax.cond`.
   """
   arc_scores, root_scores, lengths, mask = _prepare(arc_scores, root_scores, lengths)
   arc_potentials, root_potentials, shift = _potentials(arc_scores, root_scores, mask)
   lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
-  logdet, inverse = _logdet_and_inverse(lap)
+  logdet, inverse, exact = _logdet_and_inverse(lap)
   arc_marginals, root_marginals = _marginals_from_inverse(arc_potentials, root_potentials, inverse,
                                                           single_root)
-  exact = lax.stop_gradient(jnp.all(inverse == 0, axis=(-2, -1)))
   total_shift = jnp.sum(shift, axis=-1)
 
   n = mask.shape[-1]
   size = exact.size
   flat = lambda x, tail: x.reshape((size,) + tail)
-  flat_arc, flat_root, flat_mask = flat(arc_scores, (n, n)), flat(root_scores, (n,)), flat(mask, (n,))
-
-  def exact_statistics(index):
-    return _exact_log_z_and_marginals(flat_arc[index], flat_root[index], flat_mask[index], single_root)
-
+  exact_fn = lambda inputs: _exact_log_z_and_marginals(*inputs, single_root)
   log_z, arc_marginals, root_marginals = _replace_flagged(
-      flat(exact, ()), exact_statistics,
-      (flat(logdet + total_shift, ()), flat(arc_marginals, (n, n)), flat(root_marginals, (n,))))
+      flat(exact, ()), exact_fn, (flat(arc_scores, (n, n)), flat(root_scores, (n,)), flat(mask, (n,))),
+      (flat(logdet + total_shift, ()), flat(arc_marginals, (n, n)), flat(root_marginals, (n,))),
+      _chunk_size(size, n))
   log_z = log_z.reshape(exact.shape)
   arc_marginals = arc_marginals.reshape(exact.shape + (n, n))
   root_marginals = root_marginals.reshape(exact.shape + (n,))
@@ -683,8 +805,8 @@ def _sample_one_exact(key, arc_scores, root_scores, mask, single_root):
   """`_sample_one` with the conditionals from the exact elimination, for sharp scores.
 
   Each step takes the marginals of the conditioned distribution as the gradient of
-  `_eliminate_sentence` (the drawn columns reduced to their one arc), so nothing is lost to rounding:
-  O(n^3) per word, O(n^4) per tree.
+  `_eliminate_sentence` (`_elimination_marginals`; the drawn columns reduced to their one arc), so
+  nothing is lost to rounding: O(n^3) per word, O(n^4) per tree.
 
   Args:
     key: PRNG key (the same draws as `_sample_one` would make from exact conditionals).
@@ -696,8 +818,7 @@ def _sample_one_exact(key, arc_scores, root_scores, mask, single_root):
     heads [n] int32 (-1 for ROOT and padding).
   """
   n = mask.shape[-1]
-  conditionals = jax.grad(lambda arc, root: _eliminate_sentence(arc, root, mask, single_root),
-                          argnums=(0, 1))
+  conditionals = lambda arc, root: _elimination_marginals(arc, root, mask, single_root)[1:]
 
   def step(carry, m):
     arc, root, top, root_taken = carry
@@ -774,12 +895,14 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
   flat_keys = keys.reshape((count * size,) + keys.shape[2:])  # typed or raw uint32 keys
   slow = jax.vmap(functools.partial(_sample_one_exact, single_root=single_root))
 
-  def exact_heads(index):  # index into the flat [count * size] samples
-    sentence = index % size
+  def exact_heads(inputs):  # keys and sentences of some of the flat [count * size] samples
+    sample_keys, sentence = inputs
     arc, root = _forbid_padding(flat(arc_scores, (n, n))[sentence], flat(root_scores, (n,))[sentence],
                                 flat_mask[sentence])
-    return slow(flat_keys[index], arc, root, flat_mask[sentence])
+    return slow(sample_keys, arc, root, flat_mask[sentence])
 
-  heads = _replace_flagged(exact.reshape(-1), exact_heads, heads.reshape(count * size, n))
+  sentences = jnp.tile(jnp.arange(size), count)
+  heads = _replace_flagged(exact.reshape(-1), exact_heads, (flat_keys, sentences),
+                           heads.reshape(count * size, n), _chunk_size(count * size, n))
   heads = heads.reshape((count,) + batch_shape + (n,))
   return heads[0] if num_samples is None else heads

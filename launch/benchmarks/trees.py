@@ -16,9 +16,16 @@ ended with `block_until_ready`:
 * `mst`, `proj marg`: `trees.mst` and `trees.projective_marginals`.
 * `sample`: `trees.sample`, one tree per sentence (these N(0, 1) scores stay on its fast path: largest
   conditional-sum error 1e-4 / 1e-4 / 5e-4 at the three default sizes, threshold 2e-3).
-* `marg 1 sharp` / `sample 1 sharp`: `trees.marginals` / `trees.sample` on the same scores with ONE
-  sentence made too sharp for the LU path (`one_sharp_sentence`): the cost of the exact fallback, which
-  runs on the flagged sentence only (compare with `ours marg` / `sample`; "-" for length 1).
+* `marg 1 sharp` / `+grad 1 sharp` / `sample 1 sharp`: `trees.marginals` / its value and gradient /
+  `trees.sample` on the same scores with ONE sentence made too sharp for the LU path
+  (`one_sharp_sentence`): the cost of the exact fallback, which runs on the chunk holding the flagged
+  sentence only (compare with `ours marg` / `ours +grad` / `sample`; "-" for length 1).
+* `marg all sharp` / `+grad all sharp`: the same with EVERY sentence sharp (`all_sharp`), so the
+  exact elimination runs on the whole batch, chunk after chunk.
+* `--memory` adds `MiB ...` columns: arguments + outputs + temporaries of the compiled function
+  (XLA `memory_analysis`). A compiled program's buffers are assigned once for all its branches, so
+  `MiB ours +grad` is the peak with any number of sharp sentences, all of them included; compare
+  with `MiB inv-AD +grad` (the same LU without an exact path).
 * `ts ...`: torch-struct's `NonProjectiveDependencyCRF` / `DependencyCRF` when `torch_struct` is
   importable (skipped with a note otherwise).
 * `ref ...`: the figures quoted in the issue (H100, float32) for comparison, not measured here.
@@ -112,6 +119,11 @@ def one_sharp_sentence(arc_scores):
   other B - 1 sentences stay on the fast path.
   """
   return arc_scores.at[0, 0, 1].set(40.0).at[0, 1, 0].set(40.0)
+
+
+def all_sharp(arc_scores):
+  """`arc_scores` [B, n, n] (n >= 2) with arcs 0 -> 1 and 1 -> 0 of EVERY sentence scored 40."""
+  return arc_scores.at[:, 0, 1].set(40.0).at[:, 1, 0].set(40.0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -228,14 +240,19 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
     if length >= 2:  # a one-word sentence has no arcs to sharpen
       sharp = one_sharp_sentence(arc)
       row['marg 1 sharp'] = time_ms(ours_marg, (sharp, root), repeats)
+      row['+grad 1 sharp'] = time_ms(ours_grad, (sharp, root, arc_w, root_w), repeats)
       row['sample 1 sharp'] = time_ms(sample, (keys[2], sharp, root), repeats)
+      every = all_sharp(arc)
+      row['marg all sharp'] = time_ms(ours_marg, (every, root), repeats)
+      row['+grad all sharp'] = time_ms(ours_grad, (every, root, arc_w, root_w), repeats)
     row['proj marg'] = time_ms(projective, (arc, root), repeats)
     ts = _torch_struct_columns(batch, length, np.asarray(arc), np.asarray(root), repeats)
     if ts is not None:
       row.update(ts)
     if memory:
       for name, fn, args in [('ours marg', ours_marg, (arc, root)), ('naive marg', naive_marg, (arc, root)),
-                             ('ours +grad', ours_grad, grad_args), ('naive +grad', naive_grad, grad_args)]:
+                             ('ours +grad', ours_grad, grad_args), ('inv-AD +grad', inv_grad, grad_args),
+                             ('naive +grad', naive_grad, grad_args)]:
         row[f'MiB {name}'] = _mib(peak_bytes(fn, args))
     for name, figures in REFERENCE.items():
       row[name] = figures.get((batch, length), '-')
