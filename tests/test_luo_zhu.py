@@ -217,7 +217,7 @@ def test_static_boundaries_on_punctuation_and_missing_inputs_are_clear_errors():
                                     structure={'boundaries': jnp.zeros((1, 4))}))
   model = models.build(ml_collections.ConfigDict({
       'name': 'luo_zhu.document_classifier', 'embedding_dim': 4, 'static_boundaries': 'punctuation',
-      'encoder': {'name': 'mhs_rnn', 'hidden_size': 3}}), vocab_size=9, num_classes=2)
+      'encoder': {'name': 'mhs_rnn', 'hidden_size': 3, 'attention': False}}), vocab_size=9, num_classes=2)
   batch = {'tokens': jnp.ones((1, 2, 3), jnp.int32), 'sentence_lengths': jnp.array([[3, 2]]),
            'num_sentences': jnp.array([2])}
   with pytest.raises(KeyError, match="config.data.punctuation='p'"):
