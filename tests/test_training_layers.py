@@ -20,6 +20,7 @@ KNOWN_UPWARD = {
     ('jax_structured.models.liu_lapata', 'training'),  # training.config (key defaults)
     ('jax_structured.models.luo_zhu', 'training'),  # training.config (key defaults)
     ('jax_structured.models.parser', 'training'),  # training.tasks (the parser task), load_trained
+    ('jax_structured.models.yu', 'training'),  # training.config (key defaults)
 }
 
 
