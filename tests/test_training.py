@@ -173,7 +173,7 @@ def test_variants_side_by_side(tmp_path):
   assert training.load_trained(str(tmp_path / 'small')).variables['params']['embed']['embedding'].shape == (12, 4)
   with config.unlocked():
     config.variants = {'bad': {'model': {'dimm': 3}}}
-  with pytest.raises(KeyError, match=r"config.variants.bad: key 'model.dimm'"):
+  with pytest.raises(KeyError, match=r'config.variants.bad: unknown config key config.model.dimm; did you mean config.model.dim'):
     training.train_and_evaluate(config, str(tmp_path / 'bad'))
 
 
