@@ -89,6 +89,39 @@ def test_a_workdir_without_boundaries_is_a_clear_error(monkeypatch):
     analysis.show_boundaries('/nowhere', 'test', num_documents=-1)
 
 
+def test_hm_rnn_layers_and_sentence_ends():
+  import ml_collections  # pylint: disable=g-import-not-at-top
+  from jax_structured import data  # pylint: disable=g-import-not-at-top
+  from jax_structured import models  # pylint: disable=g-import-not-at-top
+  vocab = data.Vocabulary(['<pad>', '<unk>', 'a', 'b', 'c', ',', '.'])
+  model = models.build(ml_collections.ConfigDict({
+      'name': 'luo_zhu.document_classifier', 'embedding_dim': 4,
+      'encoder': {'name': 'hm_rnn', 'hidden_size': 3, 'num_layers': 2}}), vocab_size=len(vocab),
+      num_classes=2)
+  docs = [[['a', 'b', ',', 'c', '.'], ['b', 'a']], [['c', 'c', 'a']], [['a', '.'], ['b', '.'], ['c']]]
+  examples = [{'sentences': [np.asarray(vocab.encode(s), np.int32) for s in d], 'label': i % 2}
+              for i, d in enumerate(docs)]
+  split = data.Split('test', 'document', examples, bucket_boundaries=((4,), (8,)))
+  batch = next(iter(split.batches(4, shuffle=False)))
+  rng = np.random.default_rng(0)
+  shapes = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), {k: v for k, v in batch.items()
+                                                                      if k != 'example_index'}))
+  variables = jax.tree.map(lambda a: rng.normal(0, 1.0, a.shape).astype(a.dtype), shapes)
+  with pytest.raises(boundaries.BoundaryError, match='layer=2.*2 boundary layers'):
+    boundaries.collect_documents(model, variables, split, vocab, ['x', 'y'], batch_size=4, layer=2)
+  records = boundaries.collect_documents(model, variables, split, vocab, ['x', 'y'], batch_size=4, layer=1)
+  assert [r['example'] for r in records] == [0, 1, 2]
+  for r, d in zip(records, docs):
+    assert r['words'] == [w for s in d for w in s]
+    ends = set(np.cumsum([len(s) for s in d]) - 1)
+    assert r['p'] == [int(t in ends) for t in range(len(r['words']))]  # HM-RNN: the sentence ends
+    assert all(q > 0.5 for q, z in zip(r['z_prob'], r['z']) if z)  # z = z_below * 1[z~ > 0.5]
+    assert r['attention'] is None and r['gold'] == ['x', 'y'][r['example'] % 2]
+  stats = boundaries.document_statistics(records)
+  assert stats['documents'] == 3 and stats['phrases']['count'] >= 6  # at least the 6 sentences
+  assert sum(k * v for k, v in stats['phrases']['histogram'].items()) == 7 + 3 + 5
+
+
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
   """configs/luo_zhu/debian.py:tiny,mhs_rnn_attention on the first 60 / 20 / 20 Debian descriptions,

@@ -40,7 +40,7 @@ from jax_structured.nn import intermediates as intermediates_lib
 from jax_structured.viz import boundaries as viz_boundaries
 
 __all__ = ['BoundaryError', 'CONJUNCTIONS', 'PAPER_PHRASE_LENGTHS', 'phrase_lengths', 'length_statistics',
-           'word_class', 'boundary_shares', 'show_boundaries']
+           'word_class', 'boundary_shares', 'collect_documents', 'document_statistics', 'show_boundaries']
 
 # Table II of Luo & Zhu (its 'while' row appears twice there): the words counted as conjunctions.
 CONJUNCTIONS = ('for', 'and', 'nor', 'but', 'or', 'yet', 'so', 'while', 'after', 'once', 'since', 'till',
@@ -176,6 +176,92 @@ def _collector(model):
   return run
 
 
+def collect_documents(model, variables, data_split, vocab, label_names: Sequence[str], *, batch_size: int,
+                      layer: int = 0, where: str = 'the model') -> list[dict[str, Any]]:
+  """Runs a 'luo_zhu.document_classifier' over a split and returns one record per real document.
+
+  Args:
+    model, variables: the Linen module and its variables.
+    data_split: a `data.Split` of kind 'document' (its batches carry 'example_index').
+    vocab: the vocabulary (`decode`); label_names: the label names.
+    batch_size: rows per batch (one compiled shape per bucket).
+    layer: HM-RNN only: which layer of its boundaries [N, L].
+    where: names the workdir in errors.
+
+  Returns:
+    In split order, {'example', 'words' (n strings), 'z' (n 0/1), 'z_prob' (n, or None), 'p' (n 0/1:
+    the static boundaries the encoder used, else the sentence ends), 'attention' (n or None), 'gold',
+    'predicted'}; documents of length 0 are skipped.
+
+  Raises:
+    BoundaryError: the model sows no boundaries, or `layer` is not one of its layers.
+  """
+  num_layers = getattr(getattr(model, 'encoder', None), 'num_layers', None)
+  if num_layers is not None and not 0 <= layer < num_layers:
+    raise BoundaryError(f'layer={layer}: the HM-RNN of {where} has {num_layers} boundary layers '
+                        f'(0..{num_layers - 1})')
+  run = _collector(model)
+  variables = jax.device_put(variables)
+  docs: dict[int, dict[str, Any]] = {}
+  for batch in data_split.batches(batch_size, shuffle=False):
+    model_batch = {k: v for k, v in batch.items() if k != 'example_index'}
+    logits, found = run(variables, model_batch)
+    if 'document_boundaries' not in found or 'document_tokens' not in found:
+      raise BoundaryError(f'{where} sows no learned boundaries: show_boundaries reads '
+                          "'luo_zhu.document_classifier' models with encoder 'mhs_rnn' or 'hm_rnn'")
+    found = jax.tree.map(np.asarray, found)
+    z, prob = found['document_boundaries'], found.get('document_boundary_probs')
+    if z.ndim == 3:  # HM-RNN: [B, N, L]
+      if not 0 <= layer < z.shape[-1]:
+        raise BoundaryError(f'layer={layer}: the HM-RNN of {where} has {z.shape[-1]} boundary layers '
+                            f'(0..{z.shape[-1] - 1})')
+      z, prob = z[..., layer], (prob[..., layer] if prob is not None else None)
+    static = found.get('document_static_boundaries', found.get('document_sentence_ends'))
+    tokens = found['document_tokens']
+    lengths = found.get('document_lengths')
+    if lengths is None:
+      lengths = np.sum(tokens != 0, axis=-1)
+    attention = found.get('document_word_attention')
+    predictions = np.asarray(jnp.argmax(logits, -1))
+    for row, example in enumerate(np.asarray(batch['example_index'])):
+      n = int(lengths[row])
+      if example < 0 or n == 0:
+        continue
+      label = int(batch['label'][row]) if 'label' in batch else None
+      docs[int(example)] = {
+          'example': int(example), 'words': vocab.decode(tokens[row, :n]),
+          'z': z[row, :n].astype(np.int32).tolist(),
+          'z_prob': None if prob is None else np.round(prob[row, :n].astype(np.float64), 4).tolist(),
+          'p': (np.zeros(n, np.int32) if static is None else static[row, :n].astype(np.int32)).tolist(),
+          'attention': None if attention is None else attention[row, :n].astype(np.float64).tolist(),
+          'gold': None if label is None else label_names[label],
+          'predicted': label_names[int(predictions[row])]}
+  return [docs[i] for i in sorted(docs)]
+
+
+def document_statistics(records: Sequence[Mapping[str, Any]], *,
+                        punctuation_token: Optional[str] = None) -> dict[str, Any]:
+  """{'documents', 'phrases' (b = z OR p), 'dynamic_phrases' (z only), 'shares'} of `collect_documents`
+  records (`length_statistics`, `boundary_shares`)."""
+  lengths = np.asarray([len(r['words']) for r in records], np.int64)
+  width = max(lengths.tolist(), default=1)
+
+  def padded(rows):
+    out = np.zeros((len(rows), width), np.int32)
+    for i, r in enumerate(rows):
+      out[i, :len(r)] = r
+    return out
+
+  ends = [np.maximum(np.asarray(r['z']), np.asarray(r['p'])) for r in records]
+  return {
+      'documents': len(records),
+      'phrases': length_statistics(phrase_lengths(padded(ends), lengths)),
+      'dynamic_phrases': length_statistics(phrase_lengths(padded([r['z'] for r in records]), lengths)),
+      'shares': boundary_shares([r['words'] for r in records], [np.asarray(r['z']) for r in records],
+                                [np.asarray(r['p']) for r in records],
+                                classify=lambda w: word_class(w, punctuation_token=punctuation_token))}
+
+
 def show_boundaries(workdir: str, split: str = 'test', *, num_documents: int = 5,
                     output_dir: Optional[str] = None, checkpoint: str | int = 'best',
                     layer: int = 0) -> dict[str, Any]:
@@ -190,7 +276,7 @@ def show_boundaries(workdir: str, split: str = 'test', *, num_documents: int = 5
     layer: HM-RNN only: which layer's boundaries (0 = the lowest).
 
   Returns:
-    {'split', 'step', 'output_dir', 'files', 'documents', 'phrases' and 'dynamic_phrases'
+    {'split', 'step', 'output_dir', 'encoder', 'files', 'documents', 'phrases' and 'dynamic_phrases'
     (`length_statistics`), 'paper_phrases', 'shares' (`boundary_shares`)}, also in boundaries.json.
 
   Raises:
@@ -209,81 +295,30 @@ def show_boundaries(workdir: str, split: str = 'test', *, num_documents: int = 5
                         f'with encoder {" or ".join(map(repr, ENCODERS))} (HAN has no boundary detector)')
   data_split = training.load_split(config, trained.vocab, split)
   batch_size = int(config.train.get('eval_batch_size', 0) or config.data.batch_size)
-  run = _collector(trained.model)
-  variables = jax.device_put(trained.variables)
-  docs: dict[int, dict[str, Any]] = {}
-  for batch in data_split.batches(batch_size, shuffle=False):
-    model_batch = {k: v for k, v in batch.items() if k != 'example_index'}
-    logits, found = run(variables, model_batch)
-    if 'document_boundaries' not in found or 'document_tokens' not in found:
-      raise BoundaryError(f'the model of {workdir} (config.model.name={config.model.name!r}, encoder '
-                       f'{encoder_name!r}) sows no learned boundaries: show_boundaries reads '
-                       "'luo_zhu.document_classifier' workdirs with encoder 'mhs_rnn' or 'hm_rnn' (HAN "
-                       'has no boundary detector)')
-    found = jax.tree.map(np.asarray, found)
-    z, prob = found['document_boundaries'], found.get('document_boundary_probs')
-    if z.ndim == 3:  # HM-RNN: [B, N, L]
-      if not 0 <= layer < z.shape[-1]:
-        raise BoundaryError(f'layer={layer}: the HM-RNN of {workdir} has {z.shape[-1]} boundary layers '
-                            f'(0..{z.shape[-1] - 1})')
-      z, prob = z[..., layer], (prob[..., layer] if prob is not None else None)
-    static = found.get('document_static_boundaries', found.get('document_sentence_ends'))
-    tokens = found['document_tokens']
-    lengths = found.get('document_lengths')
-    if lengths is None:
-      lengths = np.sum(tokens != 0, axis=-1)
-    attention = found.get('document_word_attention')
-    predictions = np.asarray(jnp.argmax(logits, -1))
-    for row, example in enumerate(np.asarray(batch['example_index'])):
-      n = int(lengths[row])
-      if example < 0 or n == 0:
-        continue
-      label = int(batch['label'][row]) if 'label' in batch else None
-      docs[int(example)] = {
-          'words': trained.vocab.decode(tokens[row, :n]), 'z': z[row, :n].astype(np.int32).tolist(),
-          'z_prob': None if prob is None else np.round(prob[row, :n].astype(np.float64), 4).tolist(),
-          'p': (np.zeros(n, np.int32) if static is None else static[row, :n].astype(np.int32)).tolist(),
-          'attention': None if attention is None else attention[row, :n].astype(np.float64).tolist(),
-          'gold': None if label is None else trained.label_names[label],
-          'predicted': trained.label_names[int(predictions[row])]}
-  order = sorted(docs)
-  records = [docs[i] for i in order]
-  phrase_ends = [np.maximum(np.asarray(r['z']), np.asarray(r['p'])) for r in records]
-  lengths_all = [len(r['words']) for r in records]
-  width = max(lengths_all, default=1)
-
-  def padded(rows):
-    out = np.zeros((len(rows), width), np.int32)
-    for i, r in enumerate(rows):
-      out[i, :len(r)] = r
-    return out
-
-  phrases = length_statistics(phrase_lengths(padded(phrase_ends), np.asarray(lengths_all, np.int64)))
-  dynamic_phrases = length_statistics(phrase_lengths(padded([r['z'] for r in records]),
-                                                     np.asarray(lengths_all, np.int64)))
+  records = collect_documents(trained.model, trained.variables, data_split, trained.vocab,
+                              trained.label_names, batch_size=batch_size, layer=layer,
+                              where=f'the model of {workdir}')
   mapped = 'p' if config.data.get('punctuation', '') == 'p' else None
-  shares = boundary_shares([r['words'] for r in records], [np.asarray(r['z']) for r in records],
-                           [np.asarray(r['p']) for r in records],
-                           classify=lambda w: word_class(w, punctuation_token=mapped))
+  stats = document_statistics(records, punctuation_token=mapped)
+  phrases, shares = stats['phrases'], stats['shares']
 
   output_dir = output_dir or os.path.join(workdir, f'boundaries_{split}')
   os.makedirs(output_dir, exist_ok=True)
   result: dict[str, Any] = {
       'split': split, 'step': int(trained.step), 'output_dir': output_dir, 'encoder': encoder_name,
-      'documents': len(records), 'phrases': phrases, 'dynamic_phrases': dynamic_phrases,
-      'paper_phrases': PAPER_PHRASE_LENGTHS, 'shares': shares, 'files': []}
+      **stats, 'paper_phrases': PAPER_PHRASE_LENGTHS, 'files': []}
   jsonl = os.path.join(output_dir, 'documents.jsonl')
   with open(jsonl, 'w', encoding='utf-8') as f:
-    for i, r in zip(order, records):
-      f.write(json.dumps({'example': i, **r}) + '\n')
+    for r in records:
+      f.write(json.dumps(r) + '\n')
   pictures = [viz_boundaries.document_html(
       r['words'], r['z'], r['p'], probabilities=r['z_prob'], attention=r['attention'],
-      caption=f'{split} example {i}' + (f': gold {r["gold"]}' if r['gold'] is not None else '')
-      + f', predicted {r["predicted"]}') for i, r in list(zip(order, records))[:num_documents]]
+      caption=f'{split} example {r["example"]}' + (f': gold {r["gold"]}' if r['gold'] is not None else '')
+      + f', predicted {r["predicted"]}') for r in records[:num_documents]]
   sections = [
       ('Phrase lengths (b_t = z_t OR p_t)', _length_line(phrases) + viz_boundaries.histogram_html(
           phrases['histogram'])),
-      ('Phrase lengths between dynamic boundaries only (z_t)', _length_line(dynamic_phrases)),
+      ('Phrase lengths between dynamic boundaries only (z_t)', _length_line(stats['dynamic_phrases'])),
       ('Dynamic boundaries after each word class', viz_boundaries.table_html(
           ['class', 'tokens', 'z = 1', '% of class', '% of all z = 1', 'p = 1'],
           [[c, v['tokens'], v['dynamic'], v['dynamic_pct'], v['share_pct'], v['static']]
@@ -297,10 +332,10 @@ def show_boundaries(workdir: str, split: str = 'test', *, num_documents: int = 5
     f.write(viz_boundaries.boundary_page(
         f'Learned boundaries: {workdir} ({split}, step {trained.step})', pictures, sections,
         stats={'model': config.model.name, 'encoder': encoder_name, 'checkpoint step': trained.step,
-               'documents': len(records), 'tokens': shares['tokens'], 'dynamic boundaries': shares['dynamic']}))
-  result['files'] = [jsonl, index]
+               'documents': len(records), 'tokens': shares['tokens'],
+               'dynamic boundaries': shares['dynamic']}))
   path = os.path.join(output_dir, 'boundaries.json')
-  result['files'].append(path)
+  result['files'] = [jsonl, index, path]
   with open(path, 'w', encoding='utf-8') as f:
     json.dump(result, f, indent=1)
   return result
