@@ -16,6 +16,7 @@ import optax
 import pytest
 
 from jax_structured import data
+from jax_structured import errors
 from jax_structured import models
 from jax_structured.data import loaders
 from jax_structured.models import encoders
@@ -278,6 +279,29 @@ def test_loader_marks_punctuation_and_maps_it_to_p(tmp_path):
   config.punctuation, config.split_sentences = 'p', False
   with pytest.raises(ValueError, match='split_sentences'):
     loaders.load_text_classification(config)
+
+
+def test_bad_documents_through_the_loader(tmp_path):
+  """The issue's bad inputs at the data level with the paper's 'p' mapping: a document without any
+  punctuation (no static boundary but its end), one of punctuation only (a boundary at every token, all
+  'p'), and an empty one (an error naming file:line, never a zero-length row)."""
+  manual = tmp_path / 'reviews'
+  manual.mkdir()
+  (manual / 'test.tsv').write_text('pos\tok.\n')
+  config = loaders.default_config('text_classification')
+  config.update({'manual_dir': str(manual), 'data_dir': str(tmp_path / 'tfds'), 'split_sentences': True,
+                 'min_count': 1, 'validation_fraction': 0.0, 'punctuation': 'p'})
+  (manual / 'train.tsv').write_text('pos\tgood food nice staff\nneg\t?! ... ;\nneg\t\u3000\n')
+  with pytest.raises(errors.UserError, match=r'train\.tsv:3: empty text'):
+    data.load(config)
+  (manual / 'train.tsv').write_text('pos\tgood food nice staff\nneg\t?! ... ;\n')
+  config.data_dir = str(tmp_path / 'tfds2')
+  task = data.load(config)
+  examples = task.splits['train'].examples
+  words = [[w for s in e['sentences'] for w in task.vocab.decode(s)] for e in examples]
+  flags = [[int(f) for s in e['punctuation'] for f in s] for e in examples]
+  assert words == [['good', 'food', 'nice', 'staff'], ['p', 'p', 'p', 'p']]
+  assert flags == [[0, 0, 0, 0], [1, 1, 1, 1]]
 
 
 # --- configs ------------------------------------------------------------------------------------------
