@@ -12,6 +12,7 @@ import pytest
 
 from jax_structured import models
 from jax_structured.data import tree_batching
+from jax_structured.data import tree_batching
 from jax_structured.models import encoders
 from jax_structured.models import heads
 from jax_structured.training import tasks
@@ -54,9 +55,24 @@ def _binary_trees(lengths, width):
   return tree_batching.collate_trees([tree_batching.binary_tree_arrays(t) for t in lines], width)
 
 
+def _binary_tree_line(rng, words):
+  """A random binarised PTB-format tree over `words`."""
+  if len(words) == 1:
+    return f'(2 {words[0]})'
+  split = int(rng.integers(1, len(words)))
+  return f'(2 {_binary_tree_line(rng, words[:split])} {_binary_tree_line(rng, words[split:])})'
+
+
 def _structure(keys, rng, lengths, width, prefix=''):
   out = {}
+  if {'tree_children', 'tree_heights'} & set(keys):
+    trees = [tree_batching.binary_tree_arrays(_binary_tree_line(rng, [f'w{i}' for i in range(n)]))
+             for n in lengths]
+    arrays = tree_batching.collate_trees(trees, width)
+    out.update({prefix + k: arrays[k] for k in ('tree_children', 'tree_heights') if k in keys})
   for key in keys:
+    if key in ('tree_children', 'tree_heights'):
+      continue
     if key == 'heads':
       out[prefix + key] = _heads_tree(rng, lengths, width)
     elif key == 'boundaries':

@@ -54,7 +54,7 @@ def test_config_keys_are_valid(name, options, monkeypatch, tmp_path):
   for overrides in variants.values():
     child = training_config.with_overrides(config, training_config.flatten(overrides))
     model = models.build(child.model, vocab_size=11, num_classes=3)
-    assert model.hidden_size == config.model.hidden_size
+    assert model.encoder.hidden_size == config.model.hidden_size
   if name == 'ptb_lm' and options == '':
     assert sorted(variants) == ['lstm1', 'lstmn1', 'lstmn3', 'slstm3']
   if ',' not in options and options in ('lstmn3', 'slstm3'):
