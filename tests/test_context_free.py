@@ -26,13 +26,14 @@ def np_sinusoids(length, features):
   return out
 
 
-def np_encoder(p, x, length, position, semantic_size, attention, position_dim):
-  """The encoder for one sentence in float64 numpy: states [length, D] of the real words."""
+def np_encoder(p, x, length, position, semantic_size, attention, position_dim, shift=0):
+  """The encoder for one sentence in float64 numpy: states [length, D] of the real words; the
+  positions of its words are shift, ..., shift + length - 1."""
   x = np.asarray(x, np.float64)[:length]
   if position == 'learned':
-    x = np.concatenate([x, np.asarray(p['position_embedding'])[:length]], -1)
+    x = np.concatenate([x, np.asarray(p['position_embedding'])[shift:shift + length]], -1)
   elif position == 'sinusoidal':
-    x = np.concatenate([x, np_sinusoids(length, position_dim)], -1)
+    x = np.concatenate([x, np_sinusoids(shift + length, position_dim)[shift:]], -1)
   h = np.tanh(x @ p['word_kernel'] + p['word_bias'])
   if attention == 'none':
     return h
@@ -56,20 +57,22 @@ def np_encoder(p, x, length, position, semantic_size, attention, position_dim):
                  + a['output']['bias'])  # eq. 18
 
 
-def _run(attention, position, padded=T, seed=0):
+def _run(attention, position, pad=0, seed=0, shift=0, train=False):
   encoder = encoders.build({'name': 'context_free', 'hidden_size': 4, 'semantic_size': 2,
                             'attention': attention, 'position': position, 'position_dim': 4,
-                            'max_length': 8})
-  x = jax.random.normal(jax.random.key(seed), (len(LENGTHS), padded, E), jnp.float64)
+                            'max_length': 8 + shift, 'position_shift': shift})
+  x = jax.random.normal(jax.random.key(seed), (len(LENGTHS), T, E), jnp.float64)
+  x = jnp.pad(x, ((0, 0), (0, pad), (0, 0)))  # the same words with `pad` more padded positions
   variables = encoder.init(jax.random.key(1), x, LENGTHS)
   variables = jax.tree.map(lambda v: v.astype(jnp.float64), variables)
-  apply = jax.jit(lambda v, x: encoder.apply(v, x, LENGTHS, mutable=['intermediates']))
+  apply = jax.jit(lambda v, x: encoder.apply(v, x, LENGTHS, train=train, mutable=['intermediates'],
+                                             rngs={'dropout': jax.random.key(seed + 7)}))
   out, state = apply(variables, x)
   return out.states, state, variables['params'], x
 
 
 @pytest.mark.parametrize('attention,position', [('structured', 'learned'), ('simple', 'sinusoidal'),
-                                                ('none', 'learned'), ('structured', 'none')])
+                                                ('none', 'none')])
 def test_matches_numpy_transcription(attention, position):
   states, state, params, x = _run(attention, position)
   p = jax.tree.map(lambda v: np.asarray(v, np.float64), params)
@@ -84,23 +87,44 @@ def test_matches_numpy_transcription(attention, position):
   assert (len(sown) == 5) == (attention != 'none')  # arc/root scores and marginals, lengths
 
 
-@pytest.mark.parametrize('attention', ['structured', 'none'])
+@pytest.mark.parametrize('attention', ['structured'])
 def test_padding_is_exact(attention):
-  short, _, _, x = _run(attention, 'learned')
-  long, _, _, _ = _run(attention, 'learned', padded=T + 3)  # same words, 3 more padded positions
+  short, _, _, _ = _run(attention, 'learned')
+  long, _, _, _ = _run(attention, 'learned', pad=3)
   np.testing.assert_allclose(long[:, :T], short, atol=1e-12)
   np.testing.assert_array_equal(long[:, T:], 0.0)
-  del x
 
 
 def test_sinusoids_depend_on_the_position_only():
-  np.testing.assert_allclose(context_free.sinusoidal_positions(7, 6), np_sinusoids(7, 6), atol=1e-6)
-  np.testing.assert_array_equal(context_free.sinusoidal_positions(9, 6)[:7],
-                                context_free.sinusoidal_positions(7, 6))
+  np.testing.assert_allclose(context_free.sinusoidal_positions(np.arange(7), 6), np_sinusoids(7, 6),
+                             atol=1e-6)
+  np.testing.assert_allclose(context_free.sinusoidal_positions(np.arange(3, 10), 6),
+                             np_sinusoids(10, 6)[3:], atol=1e-5)
+
+
+@pytest.mark.parametrize('position', ['learned', 'sinusoidal'])
+def test_position_shift_in_training_only(position):
+  """Training shifts each sentence's positions by one offset in [0, shift]; evaluation never."""
+  shift = 3
+  evaluated, _, params, x = _run('structured', position, shift=shift)
+  trained, _, _, _ = _run('structured', position, shift=shift, train=True)
+  p = jax.tree.map(lambda v: np.asarray(v, np.float64), params)
+  offsets = []
+  for b, length in enumerate(LENGTHS[LENGTHS > 1]):
+    row = int(np.flatnonzero(LENGTHS > 1)[b])
+    np.testing.assert_allclose(evaluated[row, :length],
+                               np_encoder(p, x[row], length, position, 2, 'structured', 4), atol=1e-9)
+    errors = [np.abs(np_encoder(p, x[row], length, position, 2, 'structured', 4, s)
+                     - np.asarray(trained[row, :length])).max() for s in range(shift + 1)]
+    assert min(errors) < 1e-5, errors
+    offsets.append(int(np.argmin(errors)))
+  assert len(set(offsets)) > 1 or offsets[0] > 0  # some sentence was shifted
 
 
 def test_config_errors_name_the_key():
   x = jnp.zeros((1, 9, E))
+  with pytest.raises(ValueError, match='config.model.encoder.position_shift=-1'):
+    encoders.build({'name': 'context_free', 'position_shift': -1}).init(jax.random.key(0), x, [9])
   with pytest.raises(ValueError, match='config.model.encoder.max_length=8'):
     encoders.build({'name': 'context_free', 'max_length': 8}).init(jax.random.key(0), x, [9])
   with pytest.raises(ValueError, match='config.model.encoder.position='):

@@ -37,27 +37,25 @@ from jax_structured.models import encoders
 POSITIONS = ('learned', 'sinusoidal', 'none')
 
 
-def sinusoidal_positions(length: int, features: int) -> np.ndarray:
-  """Sinusoidal position vectors (Vaswani et al. 2017, sec. 3.5).
+def sinusoidal_positions(positions: jax.Array, features: int) -> jax.Array:
+  """Sinusoidal position vectors (Vaswani et al. 2017, sec. 3.5) of any (shifted) positions.
 
   PE[t, 2i] = sin(t / 10000^(2i / F)), PE[t, 2i + 1] = cos(t / 10000^(2i / F)).
 
   Args:
-    length: positions t = 0..length-1.
+    positions: int or float [...] positions t (e.g. `arange(T)`, plus a per-sentence shift).
     features: F, even.
 
   Returns:
-    float32 [length, features]; row t depends on t only (not on `length`), so padding is exact.
+    float32 [..., features]; the row of t depends on t only, so padding is exact.
   """
   if features < 2 or features % 2:
     raise ValueError(f'config.model.encoder.position_dim={features} must be even and >= 2 for '
                      "position='sinusoidal'")
-  t = np.arange(length, dtype=np.float64)[:, None]
-  rates = 10000.0 ** (-np.arange(0, features, 2, dtype=np.float64) / features)
-  out = np.empty((length, features), np.float64)
-  out[:, 0::2] = np.sin(t * rates)
-  out[:, 1::2] = np.cos(t * rates)
-  return out.astype(np.float32)
+  t = jnp.asarray(positions, jnp.float32)[..., None]
+  rates = 10000.0 ** (-np.arange(0, features, 2, dtype=np.float32) / features)
+  angles = t * rates
+  return jnp.stack([jnp.sin(angles), jnp.cos(angles)], axis=-1).reshape(angles.shape[:-1] + (features,))
 
 
 def word_vectors(x: jax.Array, positions: jax.Array | None, kernel: jax.Array, bias: jax.Array,
@@ -66,7 +64,7 @@ def word_vectors(x: jax.Array, positions: jax.Array | None, kernel: jax.Array, b
 
   Args:
     x: float [..., T, E] word embeddings.
-    positions: float [T, P] position vectors q_t (None: no position information).
+    positions: float [T, P] or [..., T, P] position vectors q_t (None: no position information).
     kernel: W_h [E + P, D]; bias: b_h [D].
 
   Returns:
@@ -92,7 +90,11 @@ class ContextFreeEncoder(encoders.Encoder):
     attention: 'none' | 'simple' | 'structured' | 'inside_outside' (`encoders.ATTENTIONS`).
     position: one of POSITIONS.
     position_dim: size of q_t ('learned' and 'sinusoidal').
-    max_length: rows of the learned position table (longer inputs are an error).
+    max_length: rows of the learned position table (inputs longer than max_length - position_shift
+      are an error).
+    position_shift: in training, every sentence's positions are shifted by a random offset in
+      [0, position_shift] (rng stream 'dropout'); 0 in evaluation. Absolute positions then say
+      little, relative ones (which the bilinear arc scorer can compare) keep their meaning.
     single_root: exactly one word hangs from ROOT (the paper's formulation).
   """
   hidden_size: int = 32
@@ -101,28 +103,36 @@ class ContextFreeEncoder(encoders.Encoder):
   position: str = 'learned'
   position_dim: int = 16
   max_length: int = 64
+  position_shift: int = 0
   single_root: bool = True
   CAUSAL: ClassVar[bool] = False
 
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
-    del structure, train
+    del structure
     normalizer = encoders.attention_normalizer(self.attention, 'encoder.attention')
     if self.position not in POSITIONS:
       raise ValueError(f'config.model.encoder.position={self.position!r}; valid: {POSITIONS}')
+    if self.position_shift < 0:
+      raise ValueError(f'config.model.encoder.position_shift={self.position_shift} must be >= 0')
     steps = x.shape[-2]
+    index = jnp.broadcast_to(jnp.arange(steps), x.shape[:-1])  # [..., T]
+    if train and self.position_shift and self.position != 'none':
+      shift = jax.random.randint(self.make_rng('dropout'), x.shape[:-2] + (1,), 0,
+                                 self.position_shift + 1)
+      index = index + shift
     positions = None
     if self.position == 'learned':
-      if steps > self.max_length:
-        raise ValueError(f'inputs of {steps} words, but the learned position table has '
-                         f'config.model.encoder.max_length={self.max_length} rows: raise it (or use '
-                         "position='sinusoidal')")
+      if steps + self.position_shift > self.max_length:
+        raise ValueError(f'inputs of {steps} words (+ position_shift={self.position_shift}), but the '
+                         f'learned position table has config.model.encoder.max_length='
+                         f'{self.max_length} rows: raise it (or use position=\'sinusoidal\')')
       table = self.param('position_embedding',
                          nn.initializers.normal(stddev=self.position_dim ** -0.5),
                          (self.max_length, self.position_dim))
-      positions = table[:steps]
+      positions = jnp.take(table, index, axis=0)
     elif self.position == 'sinusoidal':
-      positions = jnp.asarray(sinusoidal_positions(steps, self.position_dim))
+      positions = sinusoidal_positions(index, self.position_dim)
     inputs = x.shape[-1] + (0 if positions is None else positions.shape[-1])
     kernel = self.param('word_kernel', nn.initializers.lecun_normal(), (inputs, 2 * self.hidden_size))
     bias = self.param('word_bias', nn.initializers.zeros, (2 * self.hidden_size,))
