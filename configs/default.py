@@ -28,7 +28,7 @@ not on the planted trees.
 import ml_collections
 
 from jax_structured.data import synthetic
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 
 def get_config() -> ml_collections.ConfigDict:

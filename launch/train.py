@@ -33,7 +33,7 @@ _TEXT_CLASSIFICATION_DIR = flags.DEFINE_string(
     'Train the same config on your own directory of train/dev/test .tsv (label<TAB>text) or .jsonl '
     'files: the data source becomes the text_classification loader; every data key it shares with '
     'the config keeps its value, and --config.data.<key>=<value> sets any of its keys (see '
-    'training.config.with_text_classification_data).')
+    'jax_structured.data.loaders.with_text_classification_data).')
 
 # --config.data.<key>=<value> given with --text_classification_dir: applied to the new data section
 # (typed by its loader), not to the config's own, which may not have the key.
@@ -79,10 +79,11 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   from jax_structured import analysis  # pylint: disable=g-import-not-at-top
+  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   config = _CONFIG.value
   if _TEXT_CLASSIFICATION_DIR.value:
-    config = training.config.with_text_classification_data(config, _TEXT_CLASSIFICATION_DIR.value,
+    config = loaders.with_text_classification_data(config, _TEXT_CLASSIFICATION_DIR.value,
                                                            _DATA_OVERRIDES)
   training.maybe_initialize_distributed(config, coordinator_address=_COORDINATOR.value,
                                         num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)

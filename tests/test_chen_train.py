@@ -7,7 +7,7 @@ import pytest
 
 from jax_structured import models
 from jax_structured import training
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 
 CONFIG = pathlib.Path(__file__).resolve().parents[1] / 'configs' / 'chen' / 'sst.py'
 

@@ -11,7 +11,8 @@ import pytest
 import test_training_support as support
 from jax_structured import errors
 from jax_structured import training
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
+from jax_structured.data import loaders
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTS = os.path.join(REPO, 'tests')
@@ -148,14 +149,14 @@ def _config_file(path, options=None):
 def test_text_classification_dir_swaps_the_data_section(shared_data, tmp_path):
   from jax_structured import data  # pylint: disable=g-import-not-at-top
   default = _config_file('configs/default.py')
-  config = config_lib.with_text_classification_data(default, str(shared_data / 'debian_descriptions'))
+  config = loaders.with_text_classification_data(default, str(shared_data / 'debian_descriptions'))
   assert default.data.name == 'synthetic_trees'  # the input config is not modified
   assert config.data.name == 'text_classification' and not config.data.split_sentences
   assert config.data.batch_size == default.data.batch_size and config.model == default.model
   config.data.data_dir = str(tmp_path / 'tfds')  # not the user's ~/tensorflow_datasets
   task = data.load(config.data)
   assert task.kind == 'sentence' and task.num_classes == 16 and len(task.splits['train']) == 9761
-  documents = config_lib.with_text_classification_data(_config_file('configs/liu_lapata/yelp13.py', 'tiny'),
+  documents = loaders.with_text_classification_data(_config_file('configs/liu_lapata/yelp13.py', 'tiny'),
                                                        str(tmp_path))
   assert documents.data.split_sentences and documents.data.manual_dir == str(tmp_path)
 
@@ -164,20 +165,20 @@ def test_text_classification_dir_keeps_the_configs_data_keys(tmp_path):
   # Before: the data section was reset to the loader's defaults (debian lost word2vec and its
   # truncation, sst went from min_count 1 to 6).
   debian = _config_file('configs/liu_lapata/debian.py')
-  swapped = config_lib.with_text_classification_data(debian, str(tmp_path)).data
+  swapped = loaders.with_text_classification_data(debian, str(tmp_path)).data
   for key in ('embeddings', 'embedding_dim', 'max_sentences', 'max_sentence_length', 'min_count',
               'batch_size', 'split_sentences'):
     assert swapped[key] == debian.data[key], key
   assert debian.data.embeddings == 'word2vec' and debian.data.max_sentence_length == 200
   assert swapped.manual_dir == str(tmp_path) and swapped.config == ''  # named after the folder
   sst = _config_file('configs/liu_lapata/sst_fine.py')
-  swapped = config_lib.with_text_classification_data(sst, str(tmp_path)).data
+  swapped = loaders.with_text_classification_data(sst, str(tmp_path)).data
   assert sst.data.min_count == 1 and swapped.min_count == 1 and not swapped.split_sentences
   # sst has its own dev split (validation_fraction 0): a folder without a dev file still gets one.
   assert swapped.validation_fraction == 0.1 and swapped.config == ''
   # The synthetic demo's keys mean other things (its max_length is the generated length).
   default = _config_file('configs/default.py')
-  swapped = config_lib.with_text_classification_data(default, str(tmp_path)).data
+  swapped = loaders.with_text_classification_data(default, str(tmp_path)).data
   assert swapped.max_length == 0 and swapped.batch_size == default.data.batch_size
 
 
@@ -187,7 +188,7 @@ def test_text_classification_dir_applies_every_override(tmp_path):
                'embeddings': 'word2vec', 'lowercase': 'false', 'validation_fraction': '0.2',
                'bucket_boundaries': '((6, 20), (20, 50))', 'encoding': 'cp1252'}
   for path in ('configs/default.py', 'configs/liu_lapata/sst_fine.py', 'configs/liu_lapata/debian.py'):
-    data = config_lib.with_text_classification_data(_config_file(path), str(tmp_path), overrides).data
+    data = loaders.with_text_classification_data(_config_file(path), str(tmp_path), overrides).data
     assert (data.max_sentence_length, data.max_sentences, data.min_count, data.embeddings) == (
         50, 20, 2, 'word2vec'), path
     assert data.lowercase is False and data.validation_fraction == 0.2 and data.encoding == 'cp1252'
@@ -196,17 +197,17 @@ def test_text_classification_dir_applies_every_override(tmp_path):
   yelp = _config_file('configs/liu_lapata/yelp13.py', 'tiny')
   with pytest.raises(errors.ConfigKeyError, match=r'--config\.data\.tokenizer .*text_classification '
                      r'loader has no such key'):
-    config_lib.with_text_classification_data(yelp, str(tmp_path), {'tokenizer': 'whitespace'})
+    loaders.with_text_classification_data(yelp, str(tmp_path), {'tokenizer': 'whitespace'})
   with pytest.raises(errors.ConfigKeyError, match=r'did you mean --config\.data\.max_sentences '):
-    config_lib.with_text_classification_data(yelp, str(tmp_path), {'max_sentence': '3'})
+    loaders.with_text_classification_data(yelp, str(tmp_path), {'max_sentence': '3'})
   with pytest.raises(errors.ConfigError, match=r"--config\.data\.min_count='two' is not a int"):
-    config_lib.with_text_classification_data(yelp, str(tmp_path), {'min_count': 'two'})
+    loaders.with_text_classification_data(yelp, str(tmp_path), {'min_count': 'two'})
   with pytest.raises(errors.ConfigError, match=r'config\.data\.min_count=0 must be >= 1'):
-    config_lib.with_text_classification_data(yelp, str(tmp_path), {'min_count': 0})
+    loaders.with_text_classification_data(yelp, str(tmp_path), {'min_count': 0})
   with pytest.raises(errors.ConfigError, match=r"config\.data\.encoding='klingon' is not a text encoding"):
-    config_lib.with_text_classification_data(yelp, str(tmp_path), {'encoding': 'klingon'})
+    loaders.with_text_classification_data(yelp, str(tmp_path), {'encoding': 'klingon'})
   with pytest.raises(errors.UserError, match=r'--text_classification_dir=.*missing is not a directory'):
-    config_lib.with_text_classification_data(yelp, str(tmp_path / 'missing'))
+    loaders.with_text_classification_data(yelp, str(tmp_path / 'missing'))
 
 
 def test_bucket_boundaries_can_be_set_from_the_command_line(tmp_path):

@@ -247,7 +247,7 @@ def test_heads_hold_any_encoder_without_knowing_it():
 
 
 def test_a_variant_that_renames_the_encoder_replaces_its_section():
-  from jax_structured.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from jax_structured import config as config_lib  # pylint: disable=g-import-not-at-top
   base = ml_collections.ConfigDict({'model': {'name': 'classifier.sentence',
                                               'encoder': {'name': 'bilstm', 'hidden_size': 300}}})
   cnn = config_lib.with_overrides(base, {'model.encoder.name': 'cnn', 'model.encoder.features': 5})
@@ -262,7 +262,7 @@ def test_compare_config_rows_build():
   """Every row of configs/encoders/compare.py builds under its head (tiny sizes), TREC and SNLI."""
   import importlib.util  # pylint: disable=g-import-not-at-top
   import os  # pylint: disable=g-import-not-at-top
-  from jax_structured.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from jax_structured import config as config_lib  # pylint: disable=g-import-not-at-top
   path = os.path.join(os.path.dirname(__file__), '..', 'configs', 'encoders', 'compare.py')
   spec = importlib.util.spec_from_file_location('compare_config', path)
   module = importlib.util.module_from_spec(spec)

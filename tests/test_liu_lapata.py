@@ -268,7 +268,7 @@ CONFIGS = ('yelp13', 'imdb', 'czech_movies', 'debates', 'debian', 'sst_binary', 
 def test_configs_validate_and_build_every_variant(file, tmp_path, monkeypatch):
   import importlib  # pylint: disable=g-import-not-at-top
   from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
-  from jax_structured.training import config as training_config  # pylint: disable=g-import-not-at-top
+  from jax_structured import config as training_config  # pylint: disable=g-import-not-at-top
   monkeypatch.setenv('JAX_STRUCTURED_CACHE', str(tmp_path))
   module = importlib.import_module(f'configs.liu_lapata.{file}')
   for options in ('', 'tiny'):

@@ -21,7 +21,7 @@ from jax_structured import models
 from jax_structured.data import loaders
 from jax_structured.models import encoders
 from jax_structured.models import luo_zhu
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 from jax_structured.training import steps
 from jax_structured.training import tasks
 

@@ -7,7 +7,7 @@ import pytest
 
 import test_training_support as support
 from jax_structured import training
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 

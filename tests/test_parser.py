@@ -591,7 +591,7 @@ def _load_config(name, *args):
 def test_configs_build_with_the_training_schemas():
   """Both configs pass the training/data schemas and build a model; the variants apply."""
   from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
-  from jax_structured.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from jax_structured import config as config_lib  # pylint: disable=g-import-not-at-top
   assert _load_config('ewt_tiny.py').to_dict() == _load_config('ewt.py', 'tiny').to_dict()
   for config in (_load_config('ewt.py'), _load_config('ewt_tiny.py')):
     config_lib.optimizer_config(config)

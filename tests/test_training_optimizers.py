@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import test_training_support as support
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps

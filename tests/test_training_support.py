@@ -17,7 +17,7 @@ import numpy as np
 from jax_structured import data
 from jax_structured import models
 from jax_structured import training
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
@@ -131,14 +131,14 @@ def make_config(**overrides):
                                            'label_offset': 0})
   config.model = ml_collections.ConfigDict({'name': 'tiny_test_model', 'dim': 8, 'dropout': 0.0,
                                             'single_root': True, 'sow_trees': True})
-  config.optimizer = training.optimizer_defaults()
+  config.optimizer = config_lib.optimizer_defaults()
   config.optimizer.name = 'adam'
   config.optimizer.learning_rate = 0.05
-  config.train = training.train_defaults()
+  config.train = config_lib.train_defaults()
   config.train.num_epochs = 2
   config.train.log_every_steps = 2
   config.train.eval_every_steps = 0
-  return training.config.with_overrides(config, overrides) if overrides else config
+  return config_lib.with_overrides(config, overrides) if overrides else config
 
 
 def global_batches(num, batch_size=16, padding=5):

@@ -12,7 +12,7 @@ from jax_structured import models
 from jax_structured import training
 from jax_structured.data import loaders
 from jax_structured.models import yu
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 CONFIGS = pathlib.Path(__file__).resolve().parents[1] / 'configs' / 'yu'
 

@@ -40,7 +40,7 @@ DCNN 48.5 / 86.8, LSTM 46.4 / 84.9, Bidirectional LSTM 49.1 / 87.5, Tree-LSTM 51
 import ml_collections
 
 from jax_structured.data import loaders
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 # Row -> (encoder section, pooling).
 ROWS = {

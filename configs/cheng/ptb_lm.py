@@ -30,7 +30,7 @@ Options (comma-separated, after the file name):
 import ml_collections
 
 from jax_structured.data import loaders
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 # Table 1 models: name -> (cell, layers).
 MODELS = {'lstm1': ('lstm', 1), 'lstmn1': ('lstmn', 1), 'slstm3': ('lstm', 3), 'lstmn3': ('lstmn', 3)}

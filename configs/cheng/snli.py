@@ -39,7 +39,7 @@ import ml_collections
 from jax_structured.data import loaders
 from jax_structured.models import lstmn as lstmn_models
 from jax_structured.models import liu_lapata
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 FUSIONS = ('none', 'shallow', 'deep')
 SIZES = {'h100': 100, 'h300': 300, 'h450': 450}

@@ -28,7 +28,7 @@ import ml_collections
 
 from jax_structured.data import loaders
 from jax_structured.models import lstmn as lstmn_models
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 MODELS = {'lstmn1': ('lstmn', 1), 'lstmn2': ('lstmn', 2), 'lstm1': ('lstm', 1), 'lstm2': ('lstm', 2)}
 PAPER_TEST_ACCURACY = {'fine': {'lstmn1': 47.6, 'lstmn2': 47.9, 'lstm1': 46.4, 'lstm2': 46.0},

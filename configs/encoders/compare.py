@@ -39,7 +39,7 @@ import ml_collections
 
 from jax_structured.data import loaders
 from jax_structured.models import liu_lapata
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 # Row name -> (encoder section, pooling). Sizes follow Yu et al. (BiLSTM 300 per direction) where the
 # papers agree; the CNN is Kim (2014)'s (widths 3-5, 100 maps each, its own max-over-time vector).

@@ -24,7 +24,7 @@ import os
 import ml_collections
 
 from jax_structured.data import loaders
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # ../shared/data resolved from the repository root (never copied into the repo).

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import codecs
 import collections
+import copy
 import json
 import os
 import pathlib
@@ -917,4 +918,71 @@ def load_vocabularies(directory: str) -> dict[str, Any]:
   for name in sorted(os.listdir(directory)):
     if name.endswith('_vocab.json'):
       out[name[:-len('.json')]] = core.Vocabulary.load(os.path.join(directory, name))
+  return out
+
+
+# --- --text_classification_dir: the same launch config on the user's own files ---------------------
+
+# Loaders whose examples are documents (sentence-split); the others give single texts.
+_DOCUMENT_LOADERS = ('document_classification',)
+# Data keys that name the source of the data, which the flag replaces.
+_SOURCE_KEYS = ('name', 'manual_dir', 'config')
+
+
+def with_text_classification_data(config: ml_collections.ConfigDict, manual_dir: str,
+                                   overrides: Mapping[str, Any] | None = None
+                                   ) -> ml_collections.ConfigDict:
+  """The same launch on the user's own directory of `train`/`dev`/`test` TSV or JSONL files.
+
+  Changes the source of the data, nothing else: `config.data` becomes the `text_classification`
+  loader's section where
+  - every key the config's data loader shares with `text_classification` keeps the config's value
+    (`min_count`, `max_sentences`, `max_sentence_length`, `embeddings`, `lowercase`, `batch_size`,
+    `data_dir`, ...), except the keys that name the source (`name`, `manual_dir`, `config`: the
+    dataset is named after the folder). `validation_fraction` 0 (a data set that has its own dev
+    split) keeps the loader's default, used only when the folder has no dev file. A config whose
+    data is not one of the real loaders (the synthetic demo, whose keys mean other things, e.g. the
+    generated `max_length`) keeps only `batch_size` and `eval_batch_size`;
+  - `split_sentences` is on when the config's data was document level;
+  - `overrides` (the command line's `--config.data.<key>=<value>`) are applied last.
+  The rest of the config (model, optimizer, train, variants) is unchanged.
+
+  Args:
+    config: a launch config (not modified).
+    manual_dir: directory with the user's files (see `data/builders/text_classification.py`).
+    overrides: `{key: value}` of data keys; `str` values are parsed as on the command line
+      (`parse_overrides`).
+
+  Returns:
+    A new ConfigDict.
+
+  Raises:
+    errors.ConfigKeyError: an override the text_classification loader does not have (named, with
+      the closest keys).
+    errors.ConfigError: an override value of the wrong type.
+    errors.UserError: `manual_dir` is not a directory.
+  """
+  typed = parse_overrides('text_classification', dict(overrides or {}))
+  if not os.path.isdir(os.path.expanduser(manual_dir)):
+    raise errors.UserError(f'--text_classification_dir={manual_dir} is not a directory (it should '
+                           'hold train.tsv / dev.tsv / test.tsv or the same names with .jsonl)')
+  old = config.data
+  old_name = old.get('name', '')
+  data = default_config('text_classification')
+  shared = (set(data) & set(old) - set(_SOURCE_KEYS) if old_name in LOADER_DEFAULTS
+            else {'batch_size', 'eval_batch_size'} & set(old))
+  for key in sorted(shared):
+    if key == 'validation_fraction' and not old[key]:
+      continue
+    if key == 'bucket_boundaries' and old[key] is None:
+      continue  # keep the loader's typed placeholder (overridable from the command line)
+    data[key] = old[key]
+  data.manual_dir = manual_dir
+  data.split_sentences = bool(old.get('split_sentences', False)) or old_name in _DOCUMENT_LOADERS
+  for key, value in typed.items():
+    data[key] = value
+  validate_config(data, 'text_classification')
+  out = copy.deepcopy(config)
+  with out.unlocked():
+    out.data = data
   return out

@@ -38,7 +38,7 @@ from jax_structured.data import loaders
 from jax_structured.models import encoders
 from jax_structured.models import heads
 from jax_structured.models import registry
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 ATTENTIONS = encoders.ATTENTIONS  # variant name (configs, Tables 1 and 4) -> normalizer
 

@@ -60,7 +60,7 @@ from jax_structured.models import registry
 from jax_structured.nn import han as han_lib
 from jax_structured.nn import hm_rnn as hm_lib
 from jax_structured.nn import mhs_rnn as mhs_lib
-from jax_structured.training import config as training_config
+from jax_structured import config as training_config
 
 
 def annealed_slope(step: Optional[jax.Array], start: float, end: float, steps: int) -> jax.Array:

@@ -299,7 +299,7 @@ def classification_config(dataset: str, options: Optional[str], file: str, repo_
   """
   from jax_structured.models import liu_lapata  # pylint: disable=g-import-not-at-top
   from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
-  from jax_structured.training import config as training_config  # pylint: disable=g-import-not-at-top
+  from jax_structured import config as training_config  # pylint: disable=g-import-not-at-top
   if dataset not in DATASETS:
     raise ValueError(f'{file}: unknown data set {dataset!r}; known: {sorted(DATASETS)}')
   flags = ('adagrad',)

@@ -5,18 +5,16 @@ Entry points (launchers only parse flags and call these):
   `evaluate(workdir, split, checkpoint='best')`   evaluate a saved run on one split
   `load_trained(workdir, checkpoint='best')`      -> Trained(config, model, variables, vocab,
                                                    label_names, extras, step, task)
-Tasks (`tasks.register`), optimisers (`optimizers`), the config keys (`config.optimizer_defaults`,
-`config.train_defaults`) and the pure steps (`steps.train_step` / `steps.eval_step`) are public too.
+Tasks (`tasks.register`), optimisers (`optimizers`) and the pure steps (`steps.train_step` /
+`steps.eval_step`) are public too. The config keys and their defaults live in `jax_structured.config`
+(a leaf module that every layer, the model presets included, may read).
 """
 from jax_structured.training import checkpoints
-from jax_structured.training import config
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks
 from jax_structured.training.checkpoints import CheckpointError
-from jax_structured.training.config import optimizer_defaults
-from jax_structured.training.config import train_defaults
 from jax_structured.training.steps import TrainState
 from jax_structured.training.steps import eval_step
 from jax_structured.training.steps import train_step
@@ -30,8 +28,8 @@ from jax_structured.training.trainer import maybe_initialize_distributed
 from jax_structured.training.trainer import train_and_evaluate
 
 __all__ = [
-    'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'config', 'eval_step',
-    'evaluate', 'load_split', 'load_trained', 'maybe_initialize_distributed', 'optimizer_defaults', 'optimizers',
-    'parallel', 'steps', 'tasks', 'train_and_evaluate', 'train_defaults',
+    'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'eval_step',
+    'evaluate', 'load_split', 'load_trained', 'maybe_initialize_distributed', 'optimizers',
+    'parallel', 'steps', 'tasks', 'train_and_evaluate',
     'train_step',
 ]

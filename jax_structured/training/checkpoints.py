@@ -30,7 +30,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers
 
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 
 CHECKPOINT_DIR = 'checkpoints'
 

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import ml_collections
 
 from jax_structured import trees
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 
 Metrics = dict[str, tuple[jax.Array, jax.Array]]
 

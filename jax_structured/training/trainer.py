@@ -28,7 +28,7 @@ import numpy as np
 
 from jax_structured import models
 from jax_structured.training import checkpoints as ckpt_lib
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 from jax_structured.training import metrics as metrics_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
@@ -206,7 +206,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
   """Trains `config` into `workdir` (resuming when it holds checkpoints); returns the final metrics.
 
   Args:
-    config: the experiment config (see `training.config` for the keys read here).
+    config: the experiment config (see `jax_structured.config` for the keys read here).
     workdir: run directory (checkpoints, event files, config, vocabulary, metrics.json).
     hooks: callables `hook(step)` run after every training step (after evaluation/checkpointing).
     induce_trees: `analysis.induce_trees` (or a function with its signature), called after training

@@ -60,7 +60,7 @@ import numpy as np
 from jax_structured import models
 from jax_structured import nn as jsnn
 from jax_structured.models import liu_lapata
-from jax_structured.training import config as config_lib
+from jax_structured import config as config_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
