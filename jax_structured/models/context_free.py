@@ -1,4 +1,4 @@
-"""A context-free word encoder under the attention of Liu & Lapata (2018): the default job's encoder.
+"""A context-free word encoder under the attention of Liu & Lapata (2018).
 
 Registered as the encoder 'context_free' (`config.model.encoder.name`). Each word's vector is computed
 from the word and its position ALONE (no recurrence, no convolution):
@@ -18,7 +18,9 @@ recurrence alone, and the attention never has to align (README, "The default job
 route from one word to another is the attention, so a model that solves such a task must put its
 attention on the right words, and the trees induced from its arc scores show whether it did. The
 position vector lets the bilinear arc scorer (eq. 10) prefer near heads, in a direction, over far
-ones.
+ones. Tried as the default job's encoder (issue 20, 3 seeds on a nearest-agreement grammar) it did NOT
+beat no attention (test accuracy none 0.849 / simple 0.711 / structured 0.671, UAS at chance), so the
+default job keeps its BiLSTM; see the closing note of that attempt.
 
 Padding is exact: h_t depends on word t and the index t only, and the attention masks by `lengths`.
 """
