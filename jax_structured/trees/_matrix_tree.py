@@ -43,8 +43,9 @@ Numerics (all exact, no eps, no clamping of scores):
   to |scores| ~ 200. The common path is a straight line, one LU and one solve plus two norms for
   the estimate; the exact path lies outside it (`_replace_flagged`): a `lax.cond` that runs only
   when some batch element is flagged (under a user's `vmap`: some element of the mapped batch), on
-  the flagged elements only, gathered into fixed-size chunks (~64k scores each) that a `lax.scan`
-  runs one after the other, so its memory is one chunk's whatever number of elements is flagged.
+  the flagged elements only, gathered into fixed-size chunks (~32k n^3 work each: one sentence from
+  n = 32 on) that a `lax.scan` runs one after the other, so its memory is one chunk's whatever number
+  of elements is flagged, and its time about proportional to that number.
   Its marginals come from a hand-written reverse sweep of the elimination that recomputes the steps
   per segment of sqrt(n) steps (`_elimination_marginals`): O(n^2.5) memory per sentence for the
   marginals and for their derivative, where autodiff kept every step (O(n^3), more for grad of grad).
@@ -464,14 +465,20 @@ def _any_anywhere_vmap(axis_size, in_batched, flags):
   return _any_anywhere(flags), False
 
 
-# Scores per chunk of the exact path: chunks of ~64k scores keep small sentences batched (where
-# per-operation overhead dominates) and give one sentence per chunk from n = 256 on.
-_CHUNK_SCORES = 2**16
+# Work per chunk of the exact path, in sentences times n^3 (the elimination's cost per sentence).
+# A chunk runs whole however few of its elements are flagged, so chunks are as small as the
+# per-chunk overhead allows. Measured (float32, jitted `_exact_log_z_and_marginals`, medians of 10
+# interleaved calls, OPENBLAS_NUM_THREADS=1, shared 2-core CPU): at n = 8, 1 / 16 / 128 / 1024
+# sentences took 0.52 / 0.83 / 6.8 / 53 ms (overhead-bound below ~16 sentences = 8k n^3); at n = 32,
+# 1 / 4 / 16 / 64 took 2.7 / 7.7 / 32 / 128 ms (+grad 10.5 / 32 / 102 / 418), already linear from 4 on.
+# So one chunk holds ~32k n^3: 64 sentences at n = 8, 8 at n = 16, one from n = 32 on (before:
+# 64k scores, 64 sentences at n = 32, which made one sharp sentence cost 64).
+_CHUNK_WORK = 2**15
 
 
 def _chunk_size(size, n):
-  """Elements per chunk of the exact path: about `_CHUNK_SCORES / n^2`, at least 1, at most `size`."""
-  return max(1, min(size, _CHUNK_SCORES // (n * n)))
+  """Elements per chunk of the exact path: about `_CHUNK_WORK / n^3`, at least 1, at most `size`."""
+  return max(1, min(size, _CHUNK_WORK // n**3))
 
 
 def _replace_flagged(flags, exact_fn, inputs, values, chunk):
