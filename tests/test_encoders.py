@@ -76,7 +76,8 @@ def _structure(keys, rng, lengths, width, prefix=''):
     if key == 'heads':
       out[prefix + key] = _heads_tree(rng, lengths, width)
     elif key == 'boundaries':
-      out[prefix + key] = (rng.random((len(lengths), width)) < 0.3).astype(np.float32)
+      # Flags that depend on the position only (not on the padded width): every third word.
+      out[prefix + key] = (np.arange(width)[None, :] % 3 == 2).repeat(len(lengths), 0).astype(np.float32)
     elif key in tree_batching.TREE_KEYS:  # SST-style binary trees (the same for a batch padded longer)
       out[prefix + key] = _binary_trees(lengths, width)[key]
     else:

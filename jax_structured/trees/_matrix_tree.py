@@ -182,7 +182,7 @@ def _lu_logdet_and_inverse(lap):
 
 @jax.custom_jvp
 def _logdet_and_inverse(lap):
-  """(log|det lap| [...], lap^-1 [..., n, n], spoiled [...] bool) from one LU and one solve.
+  """(log|det lap| [...], lap^-1 [..., n, n], spoiled [...] 0./1.) from one LU and one solve.
 
   Differentiable to any order. `spoiled` is `_needs_exact` (the error estimate is too large, or
   something is not finite); there both results are returned as zeros, so that the derivatives of
@@ -190,7 +190,10 @@ def _logdet_and_inverse(lap):
   """
   logdet, inverse = _lu_logdet_and_inverse(lap)
   spoiled = _needs_exact(lap, inverse)
-  return (jnp.where(spoiled, 0.0, logdet), jnp.where(spoiled[..., None, None], 0.0, inverse), spoiled)
+  # `spoiled` is returned as a float (tangent zero), not a bool (tangent float0), so that the rule also
+  # types inside shard_map with varying-axis checks.
+  return (jnp.where(spoiled, 0.0, logdet), jnp.where(spoiled[..., None, None], 0.0, inverse),
+          spoiled.astype(logdet.dtype))
 
 
 @_logdet_and_inverse.defjvp
@@ -199,7 +202,7 @@ def _logdet_and_inverse_jvp(primals, tangents):
   logdet, inverse, spoiled = _logdet_and_inverse(lap)  # Calling itself: higher orders use this rule too.
   d_logdet = jnp.sum(jnp.swapaxes(inverse, -1, -2) * d_lap, axis=(-2, -1))
   d_inverse = -inverse @ d_lap @ inverse
-  d_spoiled = np.zeros(spoiled.shape, jax.dtypes.float0)
+  d_spoiled = jnp.zeros_like(d_logdet)
   return (logdet, inverse, spoiled), (d_logdet, d_inverse, d_spoiled)
 
 
@@ -518,7 +521,10 @@ def _replace_flagged(flags, exact_fn, inputs, values, chunk):
     def one_chunk(_, xs):
       index, chunk_inputs = xs
       run = _any_anywhere(index * chunk < count)
-      skip = lambda _: jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), shapes)
+      # Zeros that vary with the inputs (inside shard_map, both branches must vary alike).
+      skip = lambda inp: jax.tree.map(
+          lambda a: jnp.zeros(a.shape, a.dtype)
+          + jnp.any(jax.tree.leaves(inp)[-1]).astype(a.dtype) * 0, shapes)
       # Rematerialised: the scan keeps each chunk's inputs, not the exact path's residuals.
       return None, lax.cond(run, jax.checkpoint(exact_fn), skip, chunk_inputs)
 
@@ -542,6 +548,7 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
   arc_potentials, root_potentials, shift = _potentials(arc_scores, root_scores, mask)
   lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
   logdet, inverse, exact = _logdet_and_inverse(lap)
+  exact = exact > 0
   arc_marginals, root_marginals = _marginals_from_inverse(arc_potentials, root_potentials, inverse,
                                                           single_root)
   total_shift = jnp.sum(shift, axis=-1)

@@ -654,8 +654,7 @@ def run(parts: Sequence[str], *, sizes: Sequence[tuple[int, int, int]], batch_si
              'forward + backward + update (steps.train_step), infer = steps.eval_step; s/inst = '
              'step time / batch; "paper" = Table 2, GTX Titan X (Pascal), SNLI test set')
     out['snli'] = run_snli(snli_config, sizes, repeats=repeats, vocab_size=vocab_size, dtype=dtype,
-                           variants=select_variants(SNLI_VARIANTS, QUICK_SNLI_VARIANTS if quick else None),
-                            overrides=overrides)
+                           variants=select_variants(SNLI_VARIANTS, keep), overrides=overrides)
     print_fn(_format_rows(out['snli']))
   if 'document' in parts:
     print_fn(f'\nDocument classifier (Table 4 variants), training, model + optimiser from {doc_source}: '
