@@ -178,18 +178,20 @@ def test_bad_shapes_raise():
     mst(np.zeros((2, 3, 3)), np.zeros((2, 3)), np.array([1, 4]))
 
 
-def test_column_ranks_match_numpy_lexsort():
-  # Every round of the on-device CLE reads each column's best live source from these ranks.
+def test_best_incoming_matches_numpy_lexsort():
+  # Every round of the on-device CLE takes each column's best usable source from this function.
   from jax_structured.trees import _mst
   rng = np.random.default_rng(11)
   n = 7
-  weights = np.round(rng.normal(size=(n, n)))                 # many float ties
-  penalty = rng.integers(0, 3, size=(n, n)).astype(np.int32)
-  valid = rng.random((n, n)) < 0.8
-  rank, order = jax.jit(_mst._column_ranks)(weights, penalty, valid)
-  for v in range(n):
-    expected = np.lexsort((np.arange(n), -weights[:, v], penalty[:, v], ~valid[:, v]))
-    np.testing.assert_array_equal(order[:, v], expected)
-    np.testing.assert_array_equal(np.asarray(rank)[expected[:valid[:, v].sum()], v],
-                                  np.arange(valid[:, v].sum()))
-    assert np.all(np.asarray(rank)[~valid[:, v], v] == n)
+  for _ in range(5):
+    weights = np.round(rng.normal(size=(n, n))).astype(np.float32)   # many float ties
+    penalty = rng.integers(0, 3, size=(n, n)).astype(np.int32)
+    usable = rng.random((n, n)) < 0.6
+    key, weight, source = jax.jit(_mst._best_incoming)(-penalty, weights, usable)
+    for v in range(n):
+      rows = np.flatnonzero(usable[:, v])
+      if rows.size == 0:
+        assert key[v] == _mst._INVALID
+        continue
+      best = rows[np.lexsort((rows, -weights[rows, v], penalty[rows, v]))[0]]
+      assert (int(source[v]), int(key[v]), float(weight[v])) == (best, -penalty[best, v], weights[best, v])
