@@ -57,6 +57,12 @@ OPTIMIZER_DEFAULTS: dict[str, Any] = {
     'embedding_grad_scale': 1.0,
     'embedding_scale_epochs': 1,
     'freeze_embeddings': False,  # embeddings never change
+    # Max-norm constraint (Kim 2014; Chen et al. 2017 sec. 2.5): after every update, each output unit's
+    # weight vector (a column of a [..., D, C] kernel: the norm over all axes but the last) of every
+    # parameter whose '/'-joined path matches `max_norm_pattern` is rescaled to norm `max_norm` when it
+    # exceeds it (Kim: s = 3). 0 = off.
+    'max_norm': 0.0,
+    'max_norm_pattern': '(?:^|/)logits/kernel$',
 }
 
 TRAIN_DEFAULTS: dict[str, Any] = {
@@ -126,7 +132,7 @@ def optimizer_config(config: ml_collections.ConfigDict) -> ml_collections.Config
     raise errors.ConfigError(f'config.optimizer.name={opt.name!r} is not one of {OPTIMIZERS}')
   if opt.schedule not in SCHEDULES:
     raise errors.ConfigError(f'config.optimizer.schedule={opt.schedule!r} is not one of {SCHEDULES}')
-  for key in ('learning_rate', 'weight_decay', 'clip_norm', 'initial_accumulator', 'momentum'):
+  for key in ('learning_rate', 'weight_decay', 'clip_norm', 'initial_accumulator', 'momentum', 'max_norm'):
     if opt[key] < 0:
       raise errors.ConfigError(f'config.optimizer.{key} must be >= 0, got {opt[key]}')
   if not 0 < opt.plateau_factor <= 1:

@@ -10,15 +10,18 @@ The update of one step is, in order (see `config.OPTIMIZER_DEFAULTS` for the key
 4. the optimiser: adagrad (Duchi et al. 2011, accumulator initialised to `initial_accumulator`),
    adam (Kingma & Ba 2015), adadelta (Zeiler 2012), sgd (+ momentum / Nesterov);
 5. frozen embeddings get a zero update (`freeze_embeddings`);
-6. the update is multiplied by `TrainState.lr_scale` (decay on plateau, host side: `Plateau`).
+6. the update is multiplied by `TrainState.lr_scale` (decay on plateau, host side: `Plateau`);
+7. after `optax.apply_updates`, the max-norm projection (`max_norm`: `projection`, applied by the train
+   step, so that it holds whatever the learning-rate scale).
 """
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Any, Callable, Optional
 
 import jax
+import jax.numpy as jnp
 import ml_collections
 import optax
 
@@ -32,6 +35,58 @@ def embedding_mask(params: Any, pattern: str) -> Any:
     return bool(regex.search('/'.join(names)))
 
   return jax.tree_util.tree_map_with_path(is_embedding, params)
+
+
+def _path_names(params: Any) -> list[str]:
+  names = []
+  jax.tree_util.tree_map_with_path(
+      lambda path, _: names.append('/'.join(
+          str(getattr(k, 'key', getattr(k, 'name', getattr(k, 'idx', k)))) for k in path)), params)
+  return names
+
+
+def max_norm_columns(w: jax.Array, max_norm: float) -> jax.Array:
+  """Rescales each column w[..., c] (the weights into output unit c: the norm runs over every axis but the
+  last) whose L2 norm exceeds `max_norm` to norm `max_norm`; the other columns are returned unchanged,
+  bit for bit (Kim 2014 sec. 2.1: "rescale w to have ||w||_2 = s whenever ||w||_2 > s"; Chen et al. 2017
+  sec. 2.5: "a l-2 norm constraint of the output weights W_s").
+
+  Args:
+    w: float [..., C] (a Dense kernel [D, C]; a vector [C] is C columns of one weight each).
+    max_norm: s > 0.
+
+  Returns:
+    float [..., C] like w.
+  """
+  axes = tuple(range(w.ndim - 1))
+  norms = jnp.sqrt(jnp.sum(jnp.square(w), axis=axes, keepdims=True))
+  too_long = norms > max_norm
+  return jnp.where(too_long, w * (max_norm / jnp.where(too_long, norms, 1.0)), w)
+
+
+def projection(opt: ml_collections.ConfigDict, params: Any) -> Optional[Callable[[Any], Any]]:
+  """The max-norm projection of a resolved optimizer config (step 7 above), or None when `max_norm` is 0.
+
+  Returns `project(params) -> params`, a pure function applying `max_norm_columns` to every parameter
+  whose '/'-joined path matches `opt.max_norm_pattern` (the others pass through untouched).
+
+  Raises:
+    ValueError naming config.optimizer.max_norm_pattern when it matches no parameter (listing them).
+  """
+  if not opt.max_norm:
+    return None
+  mask = embedding_mask(params, opt.max_norm_pattern)
+  if not any(jax.tree.leaves(mask)):
+    names = _path_names(params)
+    raise ValueError(f'config.optimizer.max_norm={opt.max_norm} but config.optimizer.max_norm_pattern='
+                     f'{opt.max_norm_pattern!r} matches no parameter; parameters: {names[:30]}'
+                     + (f' (and {len(names) - 30} more)' if len(names) > 30 else ''))
+  max_norm = float(opt.max_norm)
+
+  def project(tree):
+    return jax.tree.map(lambda w, m: max_norm_columns(w, max_norm) if m else w, tree, mask)
+
+  return project
 
 
 def learning_rate_schedule(opt: ml_collections.ConfigDict, total_steps: int) -> optax.Schedule:

@@ -5,7 +5,7 @@ Both steps run on ONE shard of the global batch inside a mapped context with the
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 import flax
 import jax
@@ -51,7 +51,8 @@ def _sum_metrics(metrics, axis_name):
 
 def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array, *,
                apply_fn: Callable, task: tasks_lib.Task, tx: optax.GradientTransformation,
-               embed_mask: Any, axis_name: str = 'data') -> tuple[TrainState, dict[str, Any]]:
+               embed_mask: Any, axis_name: str = 'data', project: Optional[Callable[[Any], Any]] = None,
+               ) -> tuple[TrainState, dict[str, Any]]:
   """One synchronous data-parallel SGD step on this shard's part of the global batch.
 
   The shard's gradient of its mean loss is weighted by count_shard * num_shards / count_total
@@ -69,6 +70,8 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
     tx: the optax transformation (`optimizers.build`).
     embed_mask: pytree of bools like params, True for embedding parameters.
     axis_name: the mesh / pmap axis.
+    project: applied to the new params after the update (the max-norm constraint,
+      `optimizers.projection`); None: none.
 
   Returns:
     (new state, {metric: (sum, count)} summed over shards, plus 'grad_norm': (norm, 1)).
@@ -92,6 +95,8 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
   updates, opt_state = tx.update(grads, state.opt_state, state.params)
   updates = jax.tree.map(lambda u: u * state.lr_scale.astype(u.dtype), updates)
   params = optax.apply_updates(state.params, updates)
+  if project is not None:
+    params = project(params)
   metrics = _sum_metrics(metrics, axis_name)
   metrics['grad_norm'] = (optax.tree.norm(grads), jnp.ones((), jnp.float32))
   new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)

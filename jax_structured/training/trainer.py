@@ -155,7 +155,8 @@ def _setup(config, task_data, *, sample, mode: str, total_steps: int) -> _Setup:
   emb_mask = optimizers.embedding_mask(variables['params'], opt_cfg.embedding_pattern)
   runner = parallel.Runner(
       mode,
-      parallel.bind(steps.train_step, apply_fn=model.apply, task=task, tx=tx, embed_mask=emb_mask),
+      parallel.bind(steps.train_step, apply_fn=model.apply, task=task, tx=tx, embed_mask=emb_mask,
+                    project=optimizers.projection(opt_cfg, variables['params'])),
       parallel.bind(steps.eval_step, apply_fn=model.apply, task=task))
   if any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(variables)):
     state = jax.eval_shape(lambda v: steps.create_state(v, tx), variables)
