@@ -14,7 +14,7 @@ import flax.linen as nn
 
 FAMILY_MODULES = ('jax_structured.models.heads', 'jax_structured.models.liu_lapata',
                   'jax_structured.models.parser', 'jax_structured.models.lstmn',
-                  'jax_structured.models.luo_zhu')
+                  'jax_structured.models.luo_zhu', 'jax_structured.models.translation')
 
 # Filled in by `build`, never read from the config.
 INJECTED = ('vocab_size', 'num_classes', 'embedding_init')
