@@ -14,6 +14,7 @@ from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks
+from jax_structured.training import translation_task  # registers the 'translation' task
 from jax_structured.training.checkpoints import CheckpointError
 from jax_structured.training.steps import TrainState
 from jax_structured.training.steps import eval_step
@@ -30,6 +31,6 @@ from jax_structured.training.trainer import train_and_evaluate
 __all__ = [
     'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'eval_step',
     'evaluate', 'load_split', 'load_trained', 'maybe_initialize_distributed', 'optimizers',
-    'parallel', 'steps', 'tasks', 'train_and_evaluate',
+    'parallel', 'steps', 'tasks', 'train_and_evaluate', 'translation_task',
     'train_step',
 ]
