@@ -80,6 +80,11 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     # Zaremba et al. 2014's and Cheng et al. 2016's Torch code, T times the per-token mean for
     # windows of T tokens; the SGD learning rates of those papers assume it).
     'lm_loss': 'token',
+    # Sentence classification over trees (task 'sentence', a head with model.phrase_logits=True, e.g. the
+    # 'tree_lstm' encoder on SST with data.binary_trees): the training objective adds this weight times
+    # each sentence's mean NLL over its labelled non-root tree nodes (`tree_labels`; Tai et al. 2015
+    # sec. 5.1 phrase-level supervision). 0 = sentence labels only. Evaluation stays sentence-level.
+    'phrase_loss_weight': 0.0,
 }
 
 PARALLEL_MODES = ('shard_map', 'pmap', 'none')
@@ -147,6 +152,8 @@ def train_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict
   train = _resolve(config.get('train'), TRAIN_DEFAULTS, 'config.train')
   if train.num_epochs <= 0 and train.num_steps <= 0:
     raise errors.ConfigError('one of config.train.num_epochs, config.train.num_steps must be > 0')
+  if train.phrase_loss_weight < 0:
+    raise errors.ConfigError(f'config.train.phrase_loss_weight must be >= 0, got {train.phrase_loss_weight}')
   if train.lm_loss not in LM_LOSSES:
     raise errors.ConfigError(f'config.train.lm_loss={train.lm_loss!r} is not one of {LM_LOSSES}')
   return train

@@ -11,20 +11,23 @@ Tree-LSTM needs the trees; the tokens are then the tree leaves for all rows alik
 
 Rows (`variants`; pick one with its name):
   cnn_non_static  Kim (2014) CNN, widths 3/4/5, 100 maps each, max over time (the encoder's vector).
+  cnn_multichannel  the same CNN over two channels of the same vectors, one fine-tuned, one static
+                  (`model.static_channel`: each filter applied to both and the results added, Kim 2014).
   dcnn            DCNN, wide convolutions of widths 7 then 5, 100 feature maps, dynamic k-max pooling,
                   k_top 4, tanh (Kalchbrenner et al. 2014; Chen eqs. 2-3).
   lstm, bilstm    LSTM / BiLSTM of Tai et al.'s sizes (168 / 168 per direction), max pooling.
-  tree_lstm       binary Tree-LSTM of 150 units over SST's trees, the root's h (Tai et al.; Chen 4-9).
+  tree_lstm       binary Tree-LSTM of 150 units over SST's trees, the root's h (Tai et al.; Chen 4-9);
+                  trained on every labelled phrase too (Tai et al. sec. 5.1: `model.phrase_logits`,
+                  `train.phrase_loss_weight` 1: the root's NLL plus the mean NLL of the other nodes).
   ap_dcnn         AP-DCNN as eq. 12 is written: classifier input s in training, [s, s~] at test.
   ap_dcnn_both    AP-DCNN with [s, s~] in training and at test (a consistent variant).
-Not here: CNN-multichannel (Kim's second, frozen embedding channel needs a second embedding table in the
-head, which has one).
 
 Training (sec. 3.1): Adadelta (rho 0.95, eps 1e-6) with learning rate 0.05, L2 1e-4 per minibatch
 (`optimizer.weight_decay`), dropout 0.5 on the penultimate layer, batches of 50, 300-d vectors updated
 in training; 10 epochs, the best dev accuracy kept, early stop after 3 evaluations without improvement
-(the paper gives no epoch count). Not implemented: the L2-norm (max-norm) constraint on the output
-weights (the optimisers have no projection step). Word vectors: `embeddings=NAME_OR_PATH` (e.g.
+(the paper gives no epoch count). The L2-norm (max-norm) constraint on the output weights (sec. 2.5;
+Kim's s = 3, the paper gives none): `optimizer.max_norm` 3 in the CNN and AP-DCNN rows (Kim's and
+Chen's), off in the DCNN, LSTM and Tree-LSTM rows (whose papers use none). Word vectors: `embeddings=NAME_OR_PATH` (e.g.
 word2vec-google-news-300, the paper's; see data/embeddings.py), else word2vec trained on SST train+dev.
 
 Options (comma-separated after the file name):
@@ -45,6 +48,7 @@ from jax_structured import config as training_config
 # Row -> (encoder section, pooling).
 ROWS = {
     'cnn_non_static': ({'name': 'cnn', 'widths': (3, 4, 5), 'features': 100}, 'encoder'),
+    'cnn_multichannel': ({'name': 'cnn', 'widths': (3, 4, 5), 'features': 100}, 'encoder'),
     'dcnn': ({'name': 'dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4}, 'encoder'),
     'lstm': ({'name': 'lstm', 'hidden_size': 168}, 'max'),
     'bilstm': ({'name': 'bilstm', 'hidden_size': 168}, 'max'),
@@ -53,6 +57,16 @@ ROWS = {
                  'classifier_input': 'paper'}, 'encoder'),
     'ap_dcnn_both': ({'name': 'ap_dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4,
                       'classifier_input': 'both'}, 'encoder'),
+}
+# Row -> its other settings (every row sets every key, so that no row inherits another's).
+ROW_DEFAULTS = {'model': {'static_channel': False, 'phrase_logits': False}, 'optimizer': {'max_norm': 0.0},
+                'train': {'phrase_loss_weight': 0.0}}
+ROW_SETTINGS = {
+    'cnn_non_static': {'optimizer': {'max_norm': 3.0}},
+    'cnn_multichannel': {'model': {'static_channel': True}, 'optimizer': {'max_norm': 3.0}},
+    'tree_lstm': {'model': {'phrase_logits': True}, 'train': {'phrase_loss_weight': 1.0}},
+    'ap_dcnn': {'optimizer': {'max_norm': 3.0}},
+    'ap_dcnn_both': {'optimizer': {'max_norm': 3.0}},
 }
 PAPER_TEST_ACCURACY = {
     'fine': {'cnn_non_static': 48.0, 'cnn_multichannel': 47.4, 'dcnn': 48.5, 'lstm': 46.4, 'bilstm': 49.1,
@@ -124,15 +138,27 @@ def get_config(options=''):
   config.train.early_stopping_patience = 3
   config.train.eval_batch_size = 100
   config.train.log_every_steps = 50
+  for section, values in row_settings(row or 'ap_dcnn').items():
+    config[section].update(values)
 
   config.variants = ml_collections.ConfigDict()
   if row is None:
     for name, (section, pool) in ROWS.items():
-      config.variants[name] = {'model': {'encoder': dict(section), 'pooling': pool}}
+      settings = row_settings(name)
+      settings['model'].update({'encoder': dict(section), 'pooling': pool})
+      config.variants[name] = settings
 
   if tiny:
     _shrink(config)
   return config
+
+
+def row_settings(row):
+  """{section: {key: value}} of `row` beyond its encoder and pooling: ROW_DEFAULTS under ROW_SETTINGS."""
+  out = {section: dict(values) for section, values in ROW_DEFAULTS.items()}
+  for section, values in ROW_SETTINGS.get(row, {}).items():
+    out[section].update(values)
+  return out
 
 
 def _shrink(config):

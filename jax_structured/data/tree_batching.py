@@ -5,7 +5,8 @@ sentence of s words:
   tree_children int32 [s - 1, 2]: the node ids of the left and right child of internal node j;
   tree_heights  int32 [s - 1]:    1 + the larger child height (leaves have height 0);
   tree_labels   int32 [2s - 1]:   the sentiment label (0-4) of every node, by node id (phrase-level
-                                  supervision as in Tai et al. 2015).
+                                  supervision as in Tai et al. 2015); with `binary_labels` the binary
+                                  class (0-1 -> 0, 3-4 -> 1, neutral 2 -> -1: no label).
 Node ids: 0..s-1 are the leaves in word order, s + j is internal node j in post-order (children before
 parents, the root last: node 2s - 2). `collate_trees` pads a batch to T words: children -1, heights 0,
 labels -1, shapes [B, T - 1, 2], [B, T - 1], [B, 2T - 1]; the ids never depend on T.
@@ -26,8 +27,8 @@ class TreeError(ValueError):
   """A tree line that is malformed, not binary, or does not match the sentence's tokens."""
 
 
-def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, lowercase: bool = False
-                       ) -> dict[str, np.ndarray]:
+def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, lowercase: bool = False,
+                       binary_labels: bool = False) -> dict[str, np.ndarray]:
   """Node arrays of one binarised PTB-format tree (module docstring).
 
   Args:
@@ -35,6 +36,8 @@ def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, low
       every other node exactly two children.
     tokens: the example's tokens; the tree's leaves (lower-cased if `lowercase`) must equal them.
     lowercase: compare lower-cased leaves with `tokens`.
+    binary_labels: node labels as binary SST classes (`binary_sentiment`), as the binary task's
+      phrase-level supervision uses them (Tai et al. 2015: neutral phrases are not trained on).
 
   Returns:
     {'tree_children': int32 [s - 1, 2], 'tree_heights': int32 [s - 1], 'tree_labels': int32 [2s - 1]}.
@@ -104,7 +107,15 @@ def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, low
     children[j] = [k[1] if k[0] == 'leaf' else s + k[1] for k in kids]
     heights[j] = height
     labels[s + j] = label
+  if binary_labels:
+    labels = binary_sentiment(labels)
   return {'tree_children': children, 'tree_heights': heights, 'tree_labels': labels}
+
+
+def binary_sentiment(labels: np.ndarray) -> np.ndarray:
+  """SST fine labels int [...] (0-4) -> binary classes: 0-1 -> 0, 3-4 -> 1, 2 (neutral) -> -1 (none)."""
+  labels = np.asarray(labels, np.int32)
+  return np.where(labels <= 1, 0, np.where(labels >= 3, 1, -1)).astype(np.int32)
 
 
 def _label(part: str, position: int) -> int:

@@ -133,8 +133,10 @@ class BinaryTreeLSTMEncoder(encoders.Encoder):
   """Binary (N-ary) Tree-LSTM over binarised constituency trees (Tai et al. 2015 sec. 3.2; Chen eqs. 4-9).
 
   Needs 'tree_children' and 'tree_heights' (`config.data.binary_trees=True` with the sst loader). States
-  [..., T, H]: the leaves' h (word j is leaf j); sentence [..., H]: the root's h. Sows the internal nodes'
-  h as `<sow_prefix>tree_nodes` [..., T - 1, H] (phrase-level supervision reads them).
+  [..., T, H]: the leaves' h (word j is leaf j); sentence [..., H]: the root's h; nodes [..., 2T - 1, H]:
+  every node's h in node-id order (`nn.tree_lstm.states_by_node_id`; phrase-level supervision, Tai et al.
+  sec. 5.1, classifies them: 'classifier.sentence' with `phrase_logits=True`). Also sows the internal
+  nodes' h as `<sow_prefix>tree_nodes` [..., T - 1, H].
 
   Attributes:
     hidden_size: H (Tai et al.: 150 for the constituency model).
@@ -150,7 +152,8 @@ class BinaryTreeLSTMEncoder(encoders.Encoder):
     leaf_h, node_h, root_h = tree_lstm_lib.BinaryTreeLSTM(self.hidden_size, name='tree_lstm')(
         x, lengths, structure['tree_children'], structure['tree_heights'])
     self.sow('intermediates', sow_prefix + 'tree_nodes', node_h.reshape(lead + node_h.shape[1:]))
-    return encoders.EncoderOutput(*_unflatten(lead, leaf_h, root_h))
+    nodes = tree_lstm_lib.states_by_node_id(leaf_h, node_h, lengths)
+    return encoders.EncoderOutput(*_unflatten(lead, leaf_h, root_h, nodes))
 
 
 @encoders.register('child_sum_tree_lstm')

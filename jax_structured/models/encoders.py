@@ -21,9 +21,13 @@ collapsed into one call that returns both):
               evaluation (tree UAS) and the analysis tools find them, e.g. 'sentence_' / 'document_'.
   sow_splits: for inputs that stack several texts along the first axis, ((prefix, rows), ...).
 
-  Returns `EncoderOutput(states, sentence)`: `states` float [..., T, D] contextual word states, zero at
-  positions >= lengths; `sentence` float [..., D'] the encoder's OWN sentence vector where it defines one
-  (a Tree-LSTM root, DCNN k-max features, a CNN's max-over-time), else None.
+  Returns `EncoderOutput(states, sentence, nodes)`: `states` float [..., T, D] contextual word states,
+  zero at positions >= lengths; `sentence` float [..., D'] the encoder's OWN sentence vector where it
+  defines one (a Tree-LSTM root, DCNN k-max features, a CNN's max-over-time), else None; `nodes` float
+  [..., N, D'] the states of every node of the sentence's tree in node-id order, of the same kind as
+  `sentence` (the root's among them), where the encoder defines them (the binary Tree-LSTM: N = 2T - 1,
+  labelled by the batch's `tree_labels` [..., N]; zero at padding nodes), else None. Phrase-level
+  supervision (Tai et al. 2015) classifies them with the sentence classifier.
 
 Every encoder keeps padding exact: a batch padded to a longer T gives the same outputs at real positions.
 Class attributes: `STRUCTURE_INPUTS` (tuple of structure keys it requires), `CAUSAL` (state t depends
@@ -64,9 +68,11 @@ class EncoderOutput:
   Attributes:
     states: float [..., T, D] contextual word states, zero at padded positions.
     sentence: float [..., D'] the encoder's own sentence vector, or None where it defines none.
+    nodes: float [..., N, D'] every tree node's state in node-id order (module docstring), or None.
   """
   states: jax.Array
   sentence: Optional[jax.Array] = None
+  nodes: Optional[jax.Array] = None
 
 
 class Encoder(nn.Module):

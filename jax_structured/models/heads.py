@@ -58,7 +58,8 @@ def embedder(module: nn.Module) -> jsnn.WordEmbedding:
   of the head (it may be applied to several inputs)."""
   return jsnn.WordEmbedding(module.vocab_size, module.embedding_dim,
                             embedding_init=module.embedding_init, freeze=module.freeze_embeddings,
-                            dropout_rate=module.embedding_dropout, name='embed')
+                            dropout_rate=module.embedding_dropout, static_channel=module.static_channel,
+                            name='embed')
 
 
 def embed(module: nn.Module, tokens: jax.Array, train: bool) -> jax.Array:
@@ -116,6 +117,9 @@ class _Head(nn.Module):
     embedding_dropout: dropout on the looked-up word vectors (the input layer).
     dropout_rate: dropout on the classifier's input and hidden layer.
     mlp_hidden: hidden ReLU layer of the classifier (0: a linear classifier).
+    static_channel: Kim (2014)'s CNN-multichannel input: a second, frozen copy of the word vectors
+      (`embed/static_embedding`) added to the fine-tuned ones (`nn.WordEmbedding`: equal to applying
+      the encoder's first linear layer to both channels and adding the results).
   """
   encoder: nn.Module
   vocab_size: int
@@ -126,23 +130,48 @@ class _Head(nn.Module):
   embedding_dropout: float = 0.0
   dropout_rate: float = 0.0
   mlp_hidden: int = 0
+  static_channel: bool = False
 
 
 class SentenceClassifier(_Head):
   """Sentence classification: embed -> encoder -> `pooling` -> classifier. Returns logits [B, C].
 
-  Attributes: as `_Head`, plus pooling: one of POOLINGS.
+  With `phrase_logits` and `train=True` it returns {'logits': [B, C], 'node_logits': [B, N, C]}: the
+  same classifier (dropout, `hidden`, `logits`) also applied to every tree node's state
+  (`EncoderOutput.nodes`, node-id order, labelled by the batch's `tree_labels`), for phrase-level
+  supervision (Tai et al. 2015 sec. 5.1: one softmax classifier over every node; the 'sentence' task
+  adds the loss term with `config.train.phrase_loss_weight`). Evaluation (`train=False`) returns the
+  sentence logits only.
+
+  Attributes: as `_Head`, plus
+    pooling: one of POOLINGS.
+    phrase_logits: also classify the encoder's tree nodes in training (an encoder with `nodes`:
+      'tree_lstm'; its node states must be the size of the pooled sentence vector, e.g. pooling
+      'encoder').
   """
   pooling: str = 'max'
+  phrase_logits: bool = False
 
   @nn.compact
-  def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> jax.Array:
+  def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> Any:
     lengths = jnp.asarray(batch['lengths'], jnp.int32)
     x = embed(self, batch['tokens'], train)
     output = self.encoder(x, lengths, structure=structure_inputs(self.encoder, batch), train=train)
     v = pool(self.pooling, output, lengths, name='pooling')
-    return classify(v, mlp_hidden=self.mlp_hidden, num_classes=self.num_classes,
-                    dropout_rate=self.dropout_rate, train=train)
+    if not (self.phrase_logits and train):
+      return classify(v, mlp_hidden=self.mlp_hidden, num_classes=self.num_classes,
+                      dropout_rate=self.dropout_rate, train=train)
+    if output.nodes is None:
+      raise ValueError(f'config.model.phrase_logits=True but encoder {type(self.encoder).__name__} defines '
+                       "no tree node states (EncoderOutput.nodes); use 'tree_lstm' or set phrase_logits=False")
+    if output.nodes.shape[-1] != v.shape[-1]:
+      raise ValueError(f'config.model.phrase_logits=True: the tree nodes have {output.nodes.shape[-1]} '
+                       f'features but the classifier reads {v.shape[-1]} (pooling {self.pooling!r}); use '
+                       "pooling='encoder' so that nodes and sentence share the classifier")
+    both = jnp.concatenate([v[:, None], output.nodes.astype(v.dtype)], 1)  # [B, 1 + N, D]: one classifier
+    logits = classify(both, mlp_hidden=self.mlp_hidden, num_classes=self.num_classes,
+                      dropout_rate=self.dropout_rate, train=train)
+    return {'logits': logits[:, 0], 'node_logits': logits[:, 1:]}
 
 
 class PairClassifier(_Head):

@@ -47,21 +47,34 @@ class WordEmbedding(nn.Module):
     embedding_init: initializer, e.g. `pretrained_init(task_data.embeddings)`; default N(0, 1/features).
     freeze: when True the table receives no gradient (`stop_gradient`), so pretrained vectors stay fixed.
     dropout_rate: dropout on the looked-up vectors.
+    static_channel: Kim (2014)'s multichannel input: a second table `static_embedding`, initialised to
+      the same values as `embedding` and never trained (`stop_gradient`), whose vectors are ADDED to
+      the (fine-tuned) first table's. Kim applies each filter to both channels and adds the results;
+      for a first layer that is linear in its input (a convolution, an LSTM's input projection) that is
+      the layer applied to the sum of the channels, bias once: W x_static + W x_tuned + b =
+      W (x_static + x_tuned) + b. So any encoder gets the multichannel input through this sum.
   """
   vocab_size: int
   features: int
   embedding_init: Optional[Callable[..., jax.Array]] = None
   freeze: bool = False
   dropout_rate: float = 0.0
+  static_channel: bool = False
 
   @nn.compact
   def __call__(self, tokens: jax.Array, *, deterministic: bool = True) -> jax.Array:
     """Looks up `tokens` (int array [...]) and returns float array [..., features]."""
     init = self.embedding_init or nn.initializers.normal(stddev=self.features ** -0.5)
     table = self.param('embedding', init, (self.vocab_size, self.features))
+    static = None
+    if self.static_channel:  # initialised as a copy of `embedding` (also for a random init)
+      static = jax.lax.stop_gradient(self.param('static_embedding', lambda _key, _shape: table,
+                                                (self.vocab_size, self.features)))
     if self.freeze:
       table = jax.lax.stop_gradient(table)
     vectors = jnp.take(table, tokens, axis=0)
+    if static is not None:
+      vectors = vectors + jnp.take(static, tokens, axis=0)
     if self.dropout_rate > 0:
       vectors = nn.Dropout(self.dropout_rate)(vectors, deterministic=deterministic)
     return vectors

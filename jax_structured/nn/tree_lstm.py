@@ -72,6 +72,24 @@ def _gather_nodes(leaf: jax.Array, node: jax.Array, ids: jax.Array, lengths: jax
   return out.reshape(ids.shape + (hidden,))
 
 
+def states_by_node_id(leaf_h: jax.Array, node_h: jax.Array, lengths: jax.Array) -> jax.Array:
+  """Every node's state in node-id order (the order of the batch's `tree_labels`).
+
+  Args:
+    leaf_h: float [B, T, H] the leaves' states (node ids 0..s-1).
+    node_h: float [B, T - 1, H] the internal nodes' states (node id s + j is internal node j).
+    lengths: int [B] s, the words per sentence.
+
+  Returns:
+    float [B, 2T - 1, H]: row k is node k's state for k < 2s - 1, zero beyond (padding nodes).
+  """
+  lengths = jnp.asarray(lengths, jnp.int32)
+  batch, steps, _ = leaf_h.shape
+  ids = jnp.arange(max(2 * steps - 1, 0), dtype=jnp.int32)[None, :]
+  ids = jnp.where(ids < 2 * lengths[:, None] - 1, ids, -1)  # -1: a padding node (zeros)
+  return _gather_nodes(leaf_h, node_h, ids[..., None], lengths)[:, :, 0]
+
+
 @jax.jit
 def binary_tree_lstm(params: Mapping[str, jax.Array], x: jax.Array, lengths: jax.Array,
                      children: jax.Array, heights: jax.Array

@@ -114,6 +114,33 @@ def _nll(logits: jax.Array, labels: jax.Array) -> jax.Array:
   return -jnp.take_along_axis(logp, labels[..., None].astype(jnp.int32), axis=-1)[..., 0]
 
 
+def phrase_terms(node_logits: jax.Array, tree_labels: jax.Array, lengths: jax.Array
+                 ) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """Per-sentence sums over the labelled non-root nodes of binary trees (phrase-level supervision).
+
+  Node ids as `data.tree_batching`: 0..s-1 the leaves, s + j internal node j, the root 2s - 2 (its label
+  is the sentence label, left to the sentence term). A node counts when its id < 2s - 1, it is not the
+  root and its label is >= 0 (padding nodes and, for binary SST, neutral phrases are -1).
+
+  Args:
+    node_logits: float [B, N, C] logits of every node (N = 2T - 1, node-id order).
+    tree_labels: int [B, N] class of every node (-1: no label).
+    lengths: int [B] words s per sentence.
+
+  Returns:
+    (nll_sum [B], count [B], correct [B]) float32: the summed NLL, the number of labelled nodes and of
+    those whose argmax is their label.
+  """
+  ids = jnp.arange(node_logits.shape[1])[None, :]
+  s = jnp.asarray(lengths, jnp.int32)[:, None]
+  labelled = (tree_labels >= 0) & (ids < 2 * s - 1) & (ids != 2 * s - 2)
+  labels = jnp.where(labelled, tree_labels, 0)
+  nll = jnp.where(labelled, _nll(node_logits, labels), 0.0)
+  correct = labelled & (jnp.argmax(node_logits, -1) == labels)
+  f32 = lambda a: a.sum(-1).astype(jnp.float32)
+  return f32(nll), f32(labelled), f32(correct)
+
+
 @register('sentence')
 @register('document')
 @register('pair')
@@ -121,19 +148,47 @@ class Classification(Task):
   """Cross-entropy classification of `label [B]` from logits `[B, C]`; dev metric accuracy.
 
   loss = sum_b w_b * -log softmax(logits_b)[label_b] / sum_b w_b, with w = `example_mask`.
+
+  Phrase-level supervision (Tai et al. 2015 sec. 5.1; `config.train.phrase_loss_weight` = lambda > 0):
+  in training the model returns {'logits', 'node_logits' [B, N, C]} (`SentenceClassifier` with
+  `phrase_logits=True`) and each sentence's term becomes nll_b + lambda * P_b, with P_b the mean NLL
+  over its labelled non-root nodes (`phrase_terms`; 0 for a sentence without any). Tai et al. average
+  over all nodes of the training set; the mean per sentence keeps the loss a plain sum over examples
+  (exact data-parallel weighting). Reported in training: 'phrase_nll' and 'phrase_accuracy' per node.
+  Evaluation (plain logits) is sentence-level.
   """
   dev_metric = 'accuracy'
   higher_is_better = True
 
+  def __init__(self, config: ml_collections.ConfigDict | None = None):
+    super().__init__(config)
+    self.phrase_weight = (config_lib.train_config(config).phrase_loss_weight
+                          if config is not None and 'train' in config else 0.0)
+    model = config.get('model') if config is not None else None
+    if self.phrase_weight and not (model is not None and model.get('phrase_logits', False)):
+      raise ValueError(f'config.train.phrase_loss_weight={self.phrase_weight} needs node logits: set '
+                       "config.model.phrase_logits=True (head 'classifier.sentence' with a tree encoder, "
+                       "e.g. 'tree_lstm', and data.binary_trees=True)")
+
   def loss_and_metrics(self, outputs, batch):
-    logits = outputs
+    logits = outputs['logits'] if isinstance(outputs, Mapping) else outputs
     w = example_weights(batch)
     nll = _nll(logits, batch['label'])
     count = w.sum()
-    loss_sum = (nll * w).sum()
     correct = ((jnp.argmax(logits, -1) == batch['label']) * w).sum()
+    metrics = {}
+    if self.phrase_weight and isinstance(outputs, Mapping) and 'node_logits' in outputs:
+      if 'tree_labels' not in batch:
+        raise KeyError('config.train.phrase_loss_weight > 0 needs batch key tree_labels: set '
+                       f'config.data.binary_trees=True (the batch has {sorted(batch)})')
+      node_nll, node_count, node_correct = phrase_terms(outputs['node_logits'], batch['tree_labels'],
+                                                        batch['lengths'])
+      nll = nll + self.phrase_weight * node_nll / jnp.maximum(node_count, 1.0)
+      metrics = {'phrase_nll': ((node_nll * w).sum(), (node_count * w).sum()),
+                 'phrase_accuracy': ((node_correct * w).sum(), (node_count * w).sum())}
+    loss_sum = (nll * w).sum()
     loss = loss_sum / jnp.maximum(count, 1.0)
-    return loss, {'loss': (loss_sum, count), 'accuracy': (correct, count)}
+    return loss, {'loss': (loss_sum, count), 'accuracy': (correct, count), **metrics}
 
 
 @register('lm')
