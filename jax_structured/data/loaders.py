@@ -430,7 +430,8 @@ def load_sst(config) -> core.TaskData:
   labelled phrase of the training trees (as Kim 2014 and Tai et al. 2015 do; binary: neutral phrases
   dropped, 0-1 -> negative, 3-4 -> positive); dev/test always use whole sentences.
   `binary_trees=True` adds each sentence's binarised tree as node arrays (`tree_batching`:
-  'tree_children', 'tree_heights', 'tree_labels'; the batched Tree-LSTM's structure inputs); the tokens
+  'tree_children', 'tree_heights', 'tree_labels' (binary: neutral phrases -1); the batched Tree-LSTM's
+  structure inputs and the phrase-level supervision's node labels); the tokens
   are then the tree leaves exactly (split on ASCII spaces only: an SST word may contain U+00A0).
   """
   cfg = validate_config(config, 'sst')
@@ -448,7 +449,8 @@ def load_sst(config) -> core.TaskData:
       if cfg['binary_trees']:
         tokens = [t.lower() if lower else t for t in r['text'].split(' ')]
         try:
-          tree = tree_batching.binary_tree_arrays(r['tree'], tokens, lowercase=lower)
+          tree = tree_batching.binary_tree_arrays(r['tree'], tokens, lowercase=lower,
+                                                  binary_labels=cfg['config'] == 'binary')
         except tree_batching.TreeError as e:
           where = _locate('sst', cfg, cfg['config'], split, r['tree'][:60], index)
           raise tree_batching.TreeError(f'{where}: {e}') from None
