@@ -686,3 +686,13 @@ def test_benchmark_launcher_and_baselines():
     assert flagged.tolist() == expected  # the benchmark's sharp sentences take the exact path
   table = trees_benchmark.format_table(rows)
   assert table.splitlines()[0].split()[:3] == ['size', 'ours', 'marg']
+
+
+def test_benchmark_interleaves_the_columns():
+  # Each round calls every column once, in order, after one warm-up call each.
+  from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
+  calls = []
+  timings = trees_benchmark.interleaved_ms(
+      {'a': lambda: calls.append('a'), 'b': lambda: calls.append('b')}, repeats=3)
+  assert calls == ['a', 'b'] * 4 and set(timings) == {'a', 'b'}
+  assert all(t >= 0 for t in timings.values())

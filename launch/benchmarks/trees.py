@@ -5,7 +5,8 @@ r"""Timing of the `trees` functions against baselines and published reference fi
 
 `--sizes` lists `BATCHxLENGTH` problems (random N(0, 1) scores, every sentence full length). One table
 per run, median milliseconds over `--repeats` jitted calls after a warm-up (compile) call, each
-ended with `block_until_ready`:
+ended with `block_until_ready`; the columns of a size are timed interleaved (each round calls every
+column once), so load changes on a shared machine hit all columns alike:
 
 * `ours marg` / `ours +grad`: `trees.marginals` (single root) / value and gradient of a scalar loss
   `sum(W * marginals)` through them (what structured attention does in training).
@@ -130,15 +131,22 @@ def all_sharp(arc_scores):
 # Timing.
 
 
-def time_ms(fn, args, repeats):
-  """Median wall milliseconds of `fn(*args)` (already jitted) after one warm-up call."""
-  jax.block_until_ready(fn(*args))
-  times = []
+def interleaved_ms(calls, repeats):
+  """Median wall ms of every `calls[name] = thunk` (returns something to block on), timed round-robin.
+
+  Every thunk runs once to compile / warm up; then each of the `repeats` rounds calls every thunk once,
+  in a fixed order, so a change of machine load during the run affects all columns alike and the ratios
+  between columns stay fair on a shared machine.
+  """
+  for thunk in calls.values():
+    jax.block_until_ready(thunk())
+  times = {name: [] for name in calls}
   for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    times.append(time.perf_counter() - start)
-  return 1e3 * statistics.median(times)
+    for name, thunk in calls.items():
+      start = time.perf_counter()
+      jax.block_until_ready(thunk())
+      times[name].append(time.perf_counter() - start)
+  return {name: 1e3 * statistics.median(t) for name, t in times.items()}
 
 
 def peak_bytes(fn, args):
@@ -159,8 +167,8 @@ class _Row(dict):
     super().__setitem__(column, value)
 
 
-def _torch_struct_columns(batch, length, arc, root, repeats):
-  """torch-struct timings (marginals, +grad, projective marginals) in ms, or None if unavailable."""
+def _torch_struct_calls(batch, length, arc, root):
+  """torch-struct thunks (marginals, +grad, projective marginals), or None if it is not importable."""
   try:
     import torch  # pylint: disable=g-import-not-at-top
     import torch_struct  # pylint: disable=g-import-not-at-top
@@ -175,20 +183,13 @@ def _torch_struct_columns(batch, length, arc, root, repeats):
   lengths = torch.full((batch,), length, dtype=torch.long, device=device)
   weights = torch.randn_like(potentials)
 
-  def sync():
-    if device == 'cuda':
-      torch.cuda.synchronize()
-
-  def timed(fn):
-    fn()
-    sync()
-    times = []
-    for _ in range(repeats):
-      start = time.perf_counter()
-      fn()
-      sync()
-      times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+  def synced(fn):
+    def call():
+      out = fn()
+      if device == 'cuda':
+        torch.cuda.synchronize()
+      return None if out is None else 0  # nothing for JAX to block on
+    return call
 
   def marg():
     with torch.no_grad():
@@ -204,7 +205,7 @@ def _torch_struct_columns(batch, length, arc, root, repeats):
     x = potentials.detach().requires_grad_(True)
     return torch_struct.DependencyCRF(x, lengths, multiroot=False).marginals
 
-  return {'ts marg': timed(marg), 'ts +grad': timed(marg_grad), 'ts proj': timed(proj)}
+  return {'ts marg': synced(marg), 'ts +grad': synced(marg_grad), 'ts proj': synced(proj)}
 
 
 def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
@@ -228,27 +229,30 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
     arc_w = jax.random.normal(keys[2], (batch, length, length), dtype)
     root_w = jax.random.normal(keys[3], (batch, length), dtype)
     row = _Row(size=f'{batch}x{length}')
-    row['ours marg'] = time_ms(ours_marg, (arc, root), repeats)
-    row['inv-AD marg'] = time_ms(inv_marg, (arc, root), repeats)
-    row['naive marg'] = time_ms(naive_marg, (arc, root), repeats)
     grad_args = (arc, root, arc_w, root_w)
-    row['ours +grad'] = time_ms(ours_grad, grad_args, repeats)
-    row['inv-AD +grad'] = time_ms(inv_grad, grad_args, repeats)
-    row['naive +grad'] = time_ms(naive_grad, grad_args, repeats)
-    row['mst'] = time_ms(mst, (arc, root), repeats)
-    row['sample'] = time_ms(sample, (keys[2], arc, root), repeats)
+    calls = {
+        'ours marg': lambda: ours_marg(arc, root),
+        'inv-AD marg': lambda: inv_marg(arc, root),
+        'naive marg': lambda: naive_marg(arc, root),
+        'ours +grad': lambda: ours_grad(*grad_args),
+        'inv-AD +grad': lambda: inv_grad(*grad_args),
+        'naive +grad': lambda: naive_grad(*grad_args),
+        'mst': lambda: mst(arc, root),
+        'sample': lambda: sample(keys[2], arc, root),
+    }
     if length >= 2:  # a one-word sentence has no arcs to sharpen
-      sharp = one_sharp_sentence(arc)
-      row['marg 1 sharp'] = time_ms(ours_marg, (sharp, root), repeats)
-      row['+grad 1 sharp'] = time_ms(ours_grad, (sharp, root, arc_w, root_w), repeats)
-      row['sample 1 sharp'] = time_ms(sample, (keys[2], sharp, root), repeats)
-      every = all_sharp(arc)
-      row['marg all sharp'] = time_ms(ours_marg, (every, root), repeats)
-      row['+grad all sharp'] = time_ms(ours_grad, (every, root, arc_w, root_w), repeats)
-    row['proj marg'] = time_ms(projective, (arc, root), repeats)
-    ts = _torch_struct_columns(batch, length, np.asarray(arc), np.asarray(root), repeats)
-    if ts is not None:
-      row.update(ts)
+      sharp, every = one_sharp_sentence(arc), all_sharp(arc)
+      calls.update({
+          'marg 1 sharp': lambda: ours_marg(sharp, root),
+          '+grad 1 sharp': lambda: ours_grad(sharp, root, arc_w, root_w),
+          'sample 1 sharp': lambda: sample(keys[2], sharp, root),
+          'marg all sharp': lambda: ours_marg(every, root),
+          '+grad all sharp': lambda: ours_grad(every, root, arc_w, root_w),
+      })
+    calls['proj marg'] = lambda: projective(arc, root)
+    calls.update(_torch_struct_calls(batch, length, np.asarray(arc), np.asarray(root)) or {})
+    for column, ms in interleaved_ms(calls, repeats).items():
+      row[column] = ms
     if memory:
       for name, fn, args in [('ours marg', ours_marg, (arc, root)), ('naive marg', naive_marg, (arc, root)),
                              ('ours +grad', ours_grad, grad_args), ('inv-AD +grad', inv_grad, grad_args),
