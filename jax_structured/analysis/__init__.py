@@ -4,6 +4,8 @@ The layer above `training` (it restores workdirs with `training.load_trained`) a
   `induce_trees(workdir, split)`       trees of a structured-attention model: CoNLL-U, Table 5/6
                                        statistics, pictures (Liu & Lapata 2018, sec. 4.3)
   `render_attention(workdir, split)`   LSTMN intra-attention pictures (Cheng et al. 2016, Figs. 4-5)
+  `translate.translate_file(workdir, input)`  beam-search translations of a translation run
+                                       (Yu et al. 2018 Table 2b), BLEU against a reference
   `show_boundaries(workdir, split)`    MHS-RNN / HM-RNN phrase boundaries: lengths, word classes,
                                        pictures (Luo & Zhu sec. IV-D, Fig. 5, Table II)
 Pictures are drawn by `viz` from plain arrays. `training.train_and_evaluate(...,
@@ -12,10 +14,11 @@ induce_trees=analysis.induce_trees)` draws the trees after training when `config
 from jax_structured.analysis import attention
 from jax_structured.analysis import boundaries
 from jax_structured.analysis import induce
+from jax_structured.analysis import translate
 from jax_structured.analysis.attention import render_attention
 from jax_structured.analysis.boundaries import show_boundaries
 from jax_structured.analysis.induce import induce_trees
 from jax_structured.analysis.induce import tree_statistics
 
 __all__ = ['attention', 'boundaries', 'induce', 'induce_trees', 'render_attention', 'show_boundaries',
-           'tree_statistics']
+           'translate', 'tree_statistics']
