@@ -43,6 +43,7 @@ import numpy as np
 from jax_structured import errors
 from jax_structured.data import core
 from jax_structured.data import embeddings as embeddings_lib
+from jax_structured.data import parsed_trees
 from jax_structured.data import registry
 from jax_structured.data import text as text_lib
 from jax_structured.data import tree_batching
@@ -74,10 +75,12 @@ COMMON_DEFAULTS: dict[str, Any] = {
 
 # Per loader: its extra keys and the defaults that differ from COMMON_DEFAULTS.
 LOADER_DEFAULTS: dict[str, dict[str, Any]] = {
-    'sst': {'config': 'fine', 'train_phrases': False, 'binary_trees': False},
-    'trec': {'config': 'coarse', 'lowercase': False, 'clean': True, 'validation_fraction': 0.1},
-    'snli': {'lowercase': False},
-    'quora_qqp': {'lowercase': False},
+    # `trees`: a parser workdir whose cached heads every example gets (`parsed_trees`; '' = none).
+    'sst': {'config': 'fine', 'train_phrases': False, 'binary_trees': False, 'trees': ''},
+    'trec': {'config': 'coarse', 'lowercase': False, 'clean': True, 'validation_fraction': 0.1,
+             'trees': ''},
+    'snli': {'lowercase': False, 'trees': ''},
+    'quora_qqp': {'lowercase': False, 'trees': ''},
     'ptb_lm': {'lowercase': False, 'num_steps': 35, 'context': 0},
     'universal_dependencies': {'lowercase': False, 'tags': 'upos', 'strip_relation_subtypes': False,
                                'max_chars': 0},
@@ -93,7 +96,8 @@ LOADER_DEFAULTS: dict[str, dict[str, Any]] = {
                                 'encoding': 'utf-8', 'punctuation': ''},
     'text_classification': {'min_count': 6, 'split_sentences': False, 'max_sentences': 0,
                             'max_sentence_length': 0, 'embedding_dim': 200,
-                            'validation_fraction': 0.1, 'encoding': 'utf-8', 'punctuation': ''},
+                            'validation_fraction': 0.1, 'encoding': 'utf-8', 'punctuation': '',
+                            'trees': ''},
 }
 
 
@@ -365,7 +369,11 @@ def _embeddings(cfg, vocab: core.Vocabulary, corpus: Callable[[], list[list[str]
 def _finish(name: str, kind: str, cfg, vocab, label_names, examples: dict[str, list],
             skipped: collections.Counter, embedding_corpus: Callable[[], list[list[str]]],
             extras: dict | None = None, num_steps: int | None = None,
-            context: int = 0) -> core.TaskData:
+            context: int = 0, words: dict[str, list] | None = None) -> core.TaskData:
+  # `words`: {split: each example's words (pairs: (premise, hypothesis))}, for parsed trees.
+  parsed_trees.record(name, kind, cfg, words)
+  if cfg.get('trees'):
+    parsed_trees.attach(name, kind, cfg, examples, words)
   matrix, coverage = _embeddings(cfg, vocab, embedding_corpus)
   extras = dict(extras or {})
   if coverage is not None:
@@ -469,7 +477,8 @@ def load_sst(config) -> core.TaskData:
   examples = {s: [{'tokens': vocab.encode(t), 'label': y, **tree} for t, y, tree in items]
               for s, items in data.items()}
   return _finish('sst', 'sentence', cfg, vocab, SST_LABELS[cfg['config']], examples, skipped,
-                 lambda: [t for s in ('train', 'validation') for t, _, _ in data.get(s, [])])
+                 lambda: [t for s in ('train', 'validation') for t, _, _ in data.get(s, [])],
+                 words={s: [t for t, _, _ in items] for s, items in data.items()})
 
 
 @registry.register('trec')
@@ -510,7 +519,8 @@ def _classification(name, builder_name, builder_config, cfg, data, skipped,
                                builder_name=builder_name, builder_config=builder_config)}
         for i, (t, y) in enumerate(items)]
   return _finish(name, 'sentence', cfg, vocab, label_names, examples, skipped,
-                 lambda: [t for s in ('train', 'validation') for t, _ in data.get(s, [])])
+                 lambda: [t for s in ('train', 'validation') for t, _ in data.get(s, [])],
+                 words={s: [t for t, _ in items] for s, items in data.items()})
 
 
 # --------------------------------------------------------------------------------------------------
@@ -574,7 +584,8 @@ def _pairs(name, cfg, data, label_names, skipped) -> core.TaskData:
   examples = {s: [{'premise': vocab.encode(p), 'hypothesis': vocab.encode(h), 'label': y}
                   for p, h, y in items] for s, items in data.items()}
   return _finish(name, 'pair', cfg, vocab, label_names, examples, skipped,
-                 lambda: [t for s in ('train', 'validation') for p, h, _ in data.get(s, []) for t in (p, h)])
+                 lambda: [t for s in ('train', 'validation') for p, h, _ in data.get(s, []) for t in (p, h)],
+                 words={s: [(p, h) for p, h, _ in items] for s, items in data.items()})
 
 
 # --------------------------------------------------------------------------------------------------
