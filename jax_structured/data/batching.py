@@ -14,7 +14,8 @@ Two layouts:
 * `lm_stream_batches(token_ids, batch_size, num_steps)`: the contiguous stream layout of Zaremba et al.
   (2014) for language modelling with state carried across steps.
 
-Padding inside sequences is 0 (`core.PAD_ID`), except `heads`, padded with -1 (the `trees` convention).
+Padding inside sequences is 0 (`core.PAD_ID`), except `heads` (and the pairs' `premise_heads` /
+`hypothesis_heads`), padded with -1 (the `trees` convention).
 Sentences with binarised trees also get `tree_children` [B, T - 1, 2], `tree_heights` [B, T - 1] and
 `tree_labels` [B, 2T - 1] (`tree_batching.collate_trees`).
 Lengths are int32, masks float32.
@@ -186,6 +187,9 @@ def collate(examples: Sequence[Example], kind: str, shape: tuple[int, ...]) -> B
              f'{a}_lengths': np.asarray([len(e[a]) for e in examples], np.int32),
              b: _pad_1d([e[b] for e in examples], t2, 0),
              f'{b}_lengths': np.asarray([len(e[b]) for e in examples], np.int32)}
+    for side, width in ((a, t1), (b, t2)):
+      if f'{side}_heads' in examples[0]:  # parsed trees (`parsed_trees`), -1-padded like 'heads'
+        batch[f'{side}_heads'] = _pad_1d([e[f'{side}_heads'] for e in examples], width, -1)
     if 'label' in examples[0]:
       batch['label'] = _labels(examples)
     return batch

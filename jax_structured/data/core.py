@@ -4,7 +4,8 @@ Encoded examples (what `Split.examples` holds), by `kind`:
 - 'sentence': {'tokens': int32[n], 'label': int, optional 'heads': int32[n] (-1 = ROOT)}
 - 'document': {'sentences': list of int32[n_s], 'label': int, optional 'heads': list of int32[n_s],
   optional 'punctuation': list of int32[n_s] 0/1 (`config.data.punctuation`)}
-- 'pair':     {'premise': int32[n], 'hypothesis': int32[m], 'label': int}
+- 'pair':     {'premise': int32[n], 'hypothesis': int32[m], 'label': int, optional 'premise_heads':
+              int32[n] and 'hypothesis_heads': int32[m] (-1 = ROOT; `config.data.trees`)}
 - 'lm':       {'tokens': int32[n]} (a sentence, or the whole stream when `Split.num_steps` is set;
               targets are the next tokens)
 - 'translation': {'source': int32[n], 'target': int32[m]}
