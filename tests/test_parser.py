@@ -16,6 +16,7 @@ import pytest
 import brute_force
 from jax_structured.data import text
 from jax_structured.models import parser
+from jax_structured.training import parse_task
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -444,7 +445,7 @@ def test_training_steps_on_tiny_conllu_reduce_the_loss(loss):
                                 lstm_layers=1, tagger_hidden=8, arc_mlp=16, label_mlp=8,
                                 dropout=0.1)
   variables = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
-  task = parser.ParseTask(ml_collections.ConfigDict({'model': {'loss': loss}}), tag_vocab=tag_vocab)
+  task = parse_task.ParseTask(ml_collections.ConfigDict({'model': {'loss': loss}}), tag_vocab=tag_vocab)
   assert task.punct_tag_ids == (tag_vocab.id('PUNCT'), tag_vocab.id('SYM'))
   tx = optax.adam(1e-2, b2=0.9)
   opt_state = tx.init(variables)
@@ -613,7 +614,7 @@ def test_configs_build_with_the_training_schemas():
   for options in ('chars', 'tiny,chars'):
     chars = _load_config('ewt.py', options)
     loaders.validate_config(chars.data, 'universal_dependencies')
-    parser.ParseTask(chars)  # character ids are configured for the character CNN
+    parse_task.ParseTask(chars)  # character ids are configured for the character CNN
     assert chars.data.max_chars >= 3 and parser.build(chars.model, vocab_size=10, num_classes=0).char_dim
 
 
@@ -632,7 +633,7 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   config.model.char_dim = 4
   config.model.char_features = 6
   with pytest.raises(ValueError, match=r'config.model.char_dim=4 needs .* config.data.max_chars'):
-    parser.ParseTask(config)
+    parse_task.ParseTask(config)
   config.data.max_chars = 10
   config.data.manual_dir = str(_tiny_treebank(tmp_path / 'ud'))
   config.data.data_dir = str(tmp_path / 'tfds')

@@ -8,17 +8,21 @@ The layer above `training` (it restores workdirs with `training.load_trained`) a
                                        (Yu et al. 2018 Table 2b), BLEU against a reference
   `show_boundaries(workdir, split)`    MHS-RNN / HM-RNN phrase boundaries: lengths, word classes,
                                        pictures (Luo & Zhu sec. IV-D, Fig. 5, Table II)
+  `parsing.parse_file(workdir, ...)`   a trained parser's CoNLL-U of a file (launch.parse)
+  `parsing.annotate(workdir, data)`    a dataset's heads cache for `config.data.trees` (launch.parse
+                                       --annotate; Yu et al. 2018's supervised-tree rows)
 Pictures are drawn by `viz` from plain arrays. `training.train_and_evaluate(...,
 induce_trees=analysis.induce_trees)` draws the trees after training when `config.train.render_trees`.
 """
 from jax_structured.analysis import attention
 from jax_structured.analysis import boundaries
 from jax_structured.analysis import induce
+from jax_structured.analysis import parsing
 from jax_structured.analysis import translate
 from jax_structured.analysis.attention import render_attention
 from jax_structured.analysis.boundaries import show_boundaries
 from jax_structured.analysis.induce import induce_trees
 from jax_structured.analysis.induce import tree_statistics
 
-__all__ = ['attention', 'boundaries', 'induce', 'induce_trees', 'render_attention', 'show_boundaries',
-           'translate', 'tree_statistics']
+__all__ = ['attention', 'boundaries', 'induce', 'induce_trees', 'parsing', 'render_attention',
+           'show_boundaries', 'translate', 'tree_statistics']

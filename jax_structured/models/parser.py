@@ -33,10 +33,11 @@ Tags (`config.model.tag_input`): the parser never needs tags from the user.
   falls back to the tagging head's predictions.
 - 'none': no tag embeddings; the tagging head is still trained (auxiliary loss) and writes UPOS.
 
-Evaluation (`ParseTask.eval_metrics`, `attachment_metrics`): trees decoded on device with `trees.mst`
-(single root, Chu-Liu-Edmonds), relations = argmax of the relation logits at the predicted heads;
-UAS / LAS over all real words ('uas', 'las': punctuation included, as in the CoNLL 2018 shared task;
-'las' is the dev metric) and with punctuation excluded ('uas_nopunct', 'las_nopunct': words whose
+Evaluation (`attachment_metrics`, the 'parse' task's `eval_metrics`: `training.parse_task.ParseTask`,
+which lives in the training layer): trees decoded on device with `trees.mst` (single root,
+Chu-Liu-Edmonds), relations = argmax of the relation logits at the predicted heads; UAS / LAS over
+all real words ('uas', 'las': punctuation included, as in the CoNLL 2018 shared task; 'las' is the
+dev metric) and with punctuation excluded ('uas_nopunct', 'las_nopunct': words whose
 GOLD UPOS is PUNCT or SYM are left out, the CoNLL-2006/2007 convention applied by tag), UPOS tagging
 accuracy 'upos'. Metrics are (sum, count) pairs over real words of real examples (`example_mask`).
 """
@@ -60,7 +61,6 @@ from jax_structured import nn as jsnn
 from jax_structured import trees
 from jax_structured.data import text
 from jax_structured.models import registry
-from jax_structured.training import tasks
 
 Array = jax.Array
 
@@ -431,7 +431,7 @@ def build(config, *, vocab_size: int, num_classes: int, embeddings=None) -> Biaf
       dependency relations; 0 takes `num_classes`. `num_tags` must be at least the size of the data's
       tag vocabulary (UPOS: 17 tags + `<pad>` + `<unk>` = 19); ids outside the tables give NaN
       losses, never silent clamping. `loss`, `tag_loss_weight` and `single_root` are read by
-      `ParseTask`.
+      `training.parse_task.ParseTask`.
     vocab_size: number of word ids.
     num_classes: number of relations when the data's label names are the relation names.
     embeddings: optional float[vocab_size, word_dim] initial word vectors.
@@ -713,7 +713,10 @@ def _bucket(n: int) -> int:
 
 def parse(trained, sentences: Sequence[Mapping[str, Any]], *, batch_size: int = 32,
           ) -> tuple[list[tuple[np.ndarray, list[str], list[str] | None]], dict[str, float]]:
-  """Parses sentences with a trained parser (`training.load_trained`), on device, batched.
+  """Parses sentences with a trained parser (restored by `training.load_trained`), on device, batched.
+
+  (`analysis.parsing.parse_file` restores a workdir and writes CoNLL-U; `analysis.parsing.annotate`
+  caches the heads of a dataset for `config.data.trees`.)
 
   Sentences are sorted by length and padded to power-of-two lengths (>= 8) so each shape compiles
   once; trees are decoded with `trees.mst` inside the jitted function. Tags: with
@@ -810,26 +813,6 @@ def parse(trained, sentences: Sequence[Mapping[str, Any]], *, batch_size: int = 
   return results, stats
 
 
-def parse_file(workdir: str, input_path: str, output_path: str, *, fmt: str = 'raw',
-               checkpoint: str = 'best', batch_size: int = 32) -> dict[str, float]:
-  """Parses `input_path` (format `fmt`) with the parser trained in `workdir`; writes CoNLL-U.
-
-  Returns:
-    The `parse` stats (sentences/s includes compilation of each padded length; the time of the
-    first batch of each length is reported separately as 'seconds_first_batches').
-  """
-  from jax_structured import training  # pylint: disable=g-import-not-at-top
-  sentences = read_sentences(input_path, fmt)
-  trained = training.load_trained(workdir, checkpoint=checkpoint)
-  results, stats = parse(trained, sentences, batch_size=batch_size)
-  tmp = output_path + '.tmp'
-  with open(tmp, 'w', encoding='utf-8') as f:
-    for sentence, (heads, relations, upos) in zip(sentences, results):
-      f.write(to_conllu(sentence, heads, relations, upos))
-  os.replace(tmp, output_path)
-  return stats
-
-
 def check_data_sizes(model_config, *, tag_vocab=None, relation_names=None, num_classes=0) -> None:
   """Checks `config.model.num_tags` / `num_relations` against the data's vocabularies.
 
@@ -850,48 +833,6 @@ def check_data_sizes(model_config, *, tag_vocab=None, relation_names=None, num_c
     raise ValueError(f'config.model.num_relations={num_relations} but the data has '
                      f'{len(relation_names)} relations (incl. <pad>, <unk>): set '
                      f'config.model.num_relations={len(relation_names)}')
-
-
-@tasks.register('parse')
-class ParseTask(tasks.Task):
-  """Training-platform task 'parse': tree-CRF (or local) loss; UAS/LAS of `trees.mst` trees.
-
-  Constructed with the run config (reads `config.model.loss` and `config.model.tag_loss_weight`) and,
-  when the caller has it, the task data, whose `extras['tag_vocab']` gives the PUNCT/SYM ids for the
-  punctuation-free scores (without it, only the punctuation-included 'uas'/'las' are reported, the
-  CoNLL 2018 shared-task convention, which is also the dev metric).
-  """
-  dev_metric = 'las'
-  higher_is_better = True
-
-  def __init__(self, config=None, task_data=None, *, tag_vocab=None):
-    super().__init__(config)
-    model_config = config.get('model') if config is not None else None
-    model_config = model_config if model_config is not None else {}
-    self.loss = model_config.get('loss', 'crf')
-    if self.loss not in LOSSES:
-      raise ValueError(f'config.model.loss={self.loss!r}; expected one of {LOSSES}')
-    self.tag_loss_weight = float(model_config.get('tag_loss_weight', 1.0))
-    data_config = (config.get('data') if config is not None else None) or {}
-    if int(model_config.get('char_dim', 0)) > 0 and not int(data_config.get('max_chars', 0)):
-      raise ValueError(f'config.model.char_dim={model_config.get("char_dim")} needs character ids in '
-                       'the batches: set config.data.max_chars > 0 (e.g. 20)')
-    extras = (getattr(task_data, 'extras', None) or {}) if task_data is not None else {}
-    if tag_vocab is None:
-      tag_vocab = extras.get('tag_vocab')
-    self.punct_tag_ids = punct_tag_ids(tag_vocab) if tag_vocab is not None else None
-    check_data_sizes(model_config, tag_vocab=tag_vocab,
-                     relation_names=extras.get('relation_names'),
-                     num_classes=getattr(task_data, 'num_classes', 0))
-
-  def loss_and_metrics(self, outputs, batch):
-    """(loss, {'loss', 'arc_nll', 'rel_nll', 'tag_nll', ...: (sum, count)}) for one batch."""
-    return loss_and_metrics(outputs, batch, loss=self.loss, tag_loss_weight=self.tag_loss_weight)
-
-  def eval_metrics(self, outputs, batch, intermediates=None):
-    """UAS/LAS (+ punctuation-free, UPOS accuracy) of Chu-Liu-Edmonds trees, decoded on device."""
-    del intermediates
-    return attachment_metrics(outputs, batch, punct_tag_ids=self.punct_tag_ids)
 
 
 registry.register('parser.biaffine')(build)

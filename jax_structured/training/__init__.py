@@ -12,6 +12,7 @@ Tasks (`tasks.register`), optimisers (`optimizers`) and the pure steps (`steps.t
 from jax_structured.training import checkpoints
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
+from jax_structured.training import parse_task  # registers the 'parse' task
 from jax_structured.training import steps
 from jax_structured.training import tasks
 from jax_structured.training import translation_task  # registers the 'translation' task
@@ -31,6 +32,6 @@ from jax_structured.training.trainer import train_and_evaluate
 __all__ = [
     'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'eval_step',
     'evaluate', 'load_split', 'load_trained', 'maybe_initialize_distributed', 'optimizers',
-    'parallel', 'steps', 'tasks', 'train_and_evaluate', 'translation_task',
+    'parallel', 'parse_task', 'steps', 'tasks', 'train_and_evaluate', 'translation_task',
     'train_step',
 ]
