@@ -98,14 +98,15 @@ class DecoderCell(nn.Module):
 
 
 def token_nll(logits: jax.Array, targets: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """Masked token cross-entropy: (sum of -log p(target) over `mask`, number of masked-in tokens).
+  """Masked token cross-entropy: (sum of -log p(target) over `mask`, number of masked-in tokens),
+  in float32 or the logits' wider dtype.
 
   Args:
     logits: float [B, T, V]; targets: int [B, T]; mask: float [B, T] (1 = a real target token).
   """
-  logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+  logp = jax.nn.log_softmax(logits.astype(jnp.promote_types(logits.dtype, jnp.float32)), axis=-1)
   nll = -jnp.take_along_axis(logp, targets[..., None].astype(jnp.int32), axis=-1)[..., 0]
-  mask = mask.astype(jnp.float32)
+  mask = mask.astype(logp.dtype)
   return jnp.sum(nll * mask), jnp.sum(mask)
 
 
