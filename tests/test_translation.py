@@ -2,6 +2,7 @@
 loader, and the tiny config through launch.train and launch.translate."""
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ import sacrebleu
 
 from jax_structured import data
 from jax_structured import models
+from jax_structured import training
 from jax_structured.data import parallel_text
 from jax_structured.models import translation
 from jax_structured.nn import beam_search as beam_lib
@@ -176,7 +178,7 @@ def test_loss_matches_a_numpy_transcription_in_float64():
   variables = model.init({'params': jax.random.PRNGKey(0)}, BATCH)
   params = jax.tree.map(lambda x: np.asarray(x, np.float64), variables['params'])
   task = translation_task.TranslationTask(ml_collections.ConfigDict({'model': {}}))
-  outputs = model.apply({'params': params}, BATCH)
+  outputs = jax.jit(model.apply)({'params': params}, BATCH)
   assert outputs['logits'].dtype == jnp.float64
   _, metrics = task.loss_and_metrics(outputs, BATCH)
   expected = sum(_numpy_nll(params, BATCH['source'][b, :BATCH['source_lengths'][b]],
@@ -189,19 +191,20 @@ def test_padding_is_exact_and_padding_examples_weigh_nothing():
   model = _model(encoder={'name': 'bilstm', 'hidden_size': 3}, input_feeding=False)
   variables = model.init({'params': jax.random.PRNGKey(1)}, BATCH)
   task = translation_task.TranslationTask(ml_collections.ConfigDict({'model': {}}))
-  _, base = task.loss_and_metrics(model.apply(variables, BATCH), BATCH)
+  apply = jax.jit(model.apply, static_argnames='beam_size')
+  _, base = task.loss_and_metrics(apply(variables, BATCH), BATCH)
   padded = {'source': np.pad(BATCH['source'], ((0, 1), (0, 5))),
             'source_lengths': np.array([3, 2, 1], np.int32),
             'target': np.pad(BATCH['target'], ((0, 1), (0, 4))),
             'target_lengths': np.array([4, 3, 2], np.int32),
             'example_mask': np.array([1.0, 1.0, 0.0], np.float32)}
   padded['source'][2, 0], padded['target'][2, :2] = 4, [2, 3]
-  _, longer = task.loss_and_metrics(model.apply(variables, padded), padded)
+  _, longer = task.loss_and_metrics(apply(variables, padded), padded)
   np.testing.assert_allclose(float(longer['nll'][0]), float(base['nll'][0]), rtol=1e-6)
   assert float(longer['nll'][1]) == float(base['nll'][1]) == 5
   # Beam search too: the translations of the real rows do not see the padding.
-  a = model.apply(variables, BATCH, beam_size=2)
-  b = model.apply(variables, padded, beam_size=2)
+  a = apply(variables, BATCH, beam_size=2)
+  b = apply(variables, padded, beam_size=2)
   for r in range(2):
     n = int(a['hypothesis_lengths'][r])
     assert int(b['hypothesis_lengths'][r]) == n
@@ -342,9 +345,17 @@ def test_tiny_config_trains_and_translates_from_the_command_line(tmp_path):
   lines = output.read_text(encoding='utf-8').split('\n')
   assert len(lines) == 4 and lines[1] == '' and lines[3] == ''
   assert '"bleu"' in run.stdout
+  # The launcher's user errors (exit status 2 through launch/_errors.py) come from translate_file.
+  from jax_structured.analysis import translate  # pylint: disable=g-import-not-at-top
+  from jax_structured import errors  # pylint: disable=g-import-not-at-top
   empty = tmp_path / 'empty.en'
   empty.write_text('\n', encoding='utf-8')
-  for args, message in (((f'--workdir={tmp_path / "none"}', f'--input={source}'), 'does not exist'),
-                        ((f'--workdir={workdir}', f'--input={empty}'), 'input file is empty')):
-    bad = launch('launch.translate', *args)
-    assert bad.returncode == 2 and message in bad.stderr, bad.stderr[-2000:]
+  with pytest.raises(FileNotFoundError, match='does not exist'):
+    translate.translate_file(str(tmp_path / 'none'), str(source))
+  with pytest.raises(errors.UserError, match='input file is empty'):
+    translate.translate_file(str(workdir), str(empty))
+  damaged = tmp_path / 'damaged'
+  shutil.copytree(workdir, damaged)
+  (damaged / 'config.json').write_text('{not json', encoding='utf-8')
+  with pytest.raises(training.CheckpointError, match='corrupted'):
+    translate.translate_file(str(damaged), str(source))
