@@ -3,6 +3,8 @@ r"""Yu et al. (2018), Table 1b: Quora duplicate question detection (the partitio
   python -m launch.train --config=configs/yu/quora.py --workdir=/tmp/yu_quora
   python -m launch.train --config=configs/yu/quora.py:recurrent_rn_latent --workdir=/tmp/yu_quora_rrn
   python -m launch.train --config=configs/yu/quora.py:tiny --workdir=/tmp/yu_quora_tiny
+  python -m launch.parse --annotate=configs/yu/quora.py:trees=PARSER    # once, for the supervised rows:
+  python -m launch.train --config=configs/yu/quora.py:trees=PARSER --workdir=/tmp/yu_quora  # every row
 
 **Only the dev and test files of the partition are held here** (../shared/data/quora_qqp_wang2017_partition):
 by default the config TRAINS ON DEV (train.txt -> dev.txt links in $JAX_STRUCTURED_CACHE/quora_dev_as_train,

@@ -3,6 +3,8 @@ r"""Yu et al. (2018), Table 2a: TREC question type classification (6 coarse clas
   python -m launch.train --config=configs/yu/trec.py --workdir=/tmp/yu_trec
   python -m launch.train --config=configs/yu/trec.py:recurrent_rn_latent --workdir=/tmp/yu_trec_rrn
   python -m launch.train --config=configs/yu/trec.py:tiny --workdir=/tmp/yu_trec_tiny
+  python -m launch.parse --annotate=configs/yu/trec.py:trees=PARSER    # once, for the supervised rows:
+  python -m launch.train --config=configs/yu/trec.py:trees=PARSER --workdir=/tmp/yu_trec  # every row
 
 TREC from ../shared/data/trec: 5452 training questions, 500 of them held out for validation as the paper does (sec. 4.1), the 500 TREC-10 questions as test.
 
