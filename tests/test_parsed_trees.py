@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import jax
-import ml_collections
 import numpy as np
 import pytest
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Mapping
+from typing import Any
 
 from jax_structured import training
 from jax_structured.data import parsed_trees
@@ -115,11 +115,3 @@ def annotate(workdir: str, data_config, *, checkpoint: str | int = 'best',
           'sentences_per_second': len(sentences) / max(seconds, 1e-9),
           'checkpoint_step': int(trained.step)}
 
-
-def default_data_config(name: str, overrides: Mapping[str, Any] | None = None):
-  """The data section of loader `name` with `overrides` ({key: value}, typed as the command line is)."""
-  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
-  config = loaders.default_config(name)
-  for key, value in loaders.parse_overrides(name, dict(overrides or {}), where='--data').items():
-    config[key] = value
-  return config
