@@ -407,9 +407,20 @@ def test_iwslt_mismatched_line_counts_name_both_files(fixtures_dir, tmp_path):
   with pytest.raises(ValueError) as err:
     builders.load_examples('iwslt15_en_vi', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
   assert 'tst2013.en has 1 lines' in str(err.value) and 'tst2013.vi has 2' in str(err.value)
+  assert str(err.value).startswith(f'{manual / "tst2013.vi"}:2: line-count mismatch')
   (manual / 'tst2012.vi').unlink()
   with pytest.raises(FileNotFoundError, match=r'tst2012\.en has no counterpart: .*tst2012\.vi is missing'):
     builders.available_splits('iwslt15_en_vi', manual_dir=manual)
+
+
+def test_iwslt_empty_lines_name_file_and_line(tmp_path):
+  manual = tmp_path / 'manual'
+  manual.mkdir()
+  (manual / 'tst2013.en').write_text('a\nb\nc\nd\n', encoding='utf-8')
+  (manual / 'tst2013.vi').write_text('x\n  \ny\n\n', encoding='utf-8')
+  with pytest.raises(builders.FormatError, match=r'tst2013\.vi:2: empty line: .*2 lines are empty '
+                     r'\(lines 2, 4\)'):
+    builders.load_examples('iwslt15_en_vi', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
 
 
 def test_undecodable_bytes_name_file_and_line(tmp_path):

@@ -3,6 +3,15 @@
 Upstream files: `train.{en,vi}` (133k pairs), `tst2012.{en,vi}` (validation, 1553) and
 `tst2013.{en,vi}` (test, 1268): tokenised, one sentence a line, line `i` of `.en` aligned with
 line `i` of `.vi`. Lines are kept as is (the release escapes e.g. `&apos;`).
+
+Splits: `train` <- `train.*`, `validation` <- `tst2012.*`, `test` <- `tst2013.*`; whichever pairs of
+files exist are built (we hold only tst2012 / tst2013 in ../shared/data/iwslt15_en_vi). The loader
+`iwslt15_en_vi` (data/loaders.py) says which built split it trains, validates and tests on.
+
+Errors (`FormatError`, message `file:line: ...`): the two files of a split have different numbers of
+lines (at the first line one of them lacks); an empty (blank) line on either side (the first one,
+with the count and the first few line numbers). One file of a pair without the other is a
+FileNotFoundError naming both.
 """
 from __future__ import annotations
 
@@ -56,8 +65,24 @@ class Iwslt15EnVi(_base.ManualBuilder, skip_registration=True):
     en_path, vi_path = files
     en_lines = [line for _, line in _base.read_lines(en_path)]
     vi_lines = [line for _, line in _base.read_lines(vi_path)]
-    if len(en_lines) != len(vi_lines):
-      raise ValueError(f'misaligned parallel files: {en_path} has {len(en_lines)} lines but '
-                       f'{vi_path} has {len(vi_lines)}')
+    _check_aligned(en_path, en_lines, vi_path, vi_lines)
     for en, vi in zip(en_lines, vi_lines):
       yield {'en': en, 'vi': vi}
+
+
+def _check_aligned(en_path: pathlib.Path, en_lines: Sequence[str], vi_path: pathlib.Path,
+                  vi_lines: Sequence[str]) -> None:
+  """Raises `FormatError` (`file:line:`) unless both files have as many lines, none of them blank."""
+  if len(en_lines) != len(vi_lines):
+    (short, n), (long, m) = sorted([(en_path, len(en_lines)), (vi_path, len(vi_lines))],
+                                   key=lambda x: x[1])
+    raise _base.FormatError(
+        long, n + 1, f'line-count mismatch: {en_path} has {len(en_lines)} lines, {vi_path} has '
+        f'{len(vi_lines)}; this line has no counterpart in {short} (the files must be aligned line '
+        'by line)')
+  for path, lines in ((en_path, en_lines), (vi_path, vi_lines)):
+    empty = [i for i, line in enumerate(lines, start=1) if not line.strip()]
+    if empty:
+      raise _base.FormatError(
+          path, empty[0], 'empty line: every line must hold a sentence (remove the pair from both '
+          'files)' + _base._bad_lines_summary(len(empty), empty[:_base.FIRST_BAD_LINES], 'are empty'))
