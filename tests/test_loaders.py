@@ -303,8 +303,14 @@ def test_iwslt15_en_vi(fixtures_dir, tmp_path, tfds_dir):
   first = task.splits['train'].examples[0]
   assert task.vocab.decode(first['source']) == ['Hello', 'world', '.']
   assert target_vocab.decode(first['target']) == ['<s>', 'Xin', 'chào', 'thế', 'giới', '.', '</s>']
-  assert first['target'][0] == task.extras['bos_id'] and first['target'][-1] == task.extras['eos_id']
+  assert first['target'][0] == task.extras['bos_id'] == 2
+  assert first['target'][-1] == task.extras['eos_id'] == 3
+  assert task.label_names == target_vocab.tokens and task.num_classes == len(target_vocab)
   assert len(task.splits['validation']) == 2 and len(task.splits['test']) == 1
+  # Train on tst2012 (the builder's 'validation'), half of it held out, test on tst2013.
+  swapped = data.load(_config('iwslt15_en_vi', manual, tfds_dir, train_split='validation',
+                              validation_split='', validation_fraction=0.5))
+  assert [len(swapped.splits[s]) for s in ('train', 'validation', 'test')] == [1, 1, 1]
   _all_once(task.splits['validation'], batch_size=2)
 
 

@@ -23,7 +23,7 @@ import tensorflow_datasets as tfds
 
 from jax_structured.data.builders import _base
 
-_STEMS = {'train': 'train', 'validation': 'tst2012', 'test': 'tst2013'}
+STEMS = {'train': 'train', 'validation': 'tst2012', 'test': 'tst2013'}
 
 
 class Iwslt15EnVi(_base.ManualBuilder, skip_registration=True):
@@ -47,7 +47,7 @@ class Iwslt15EnVi(_base.ManualBuilder, skip_registration=True):
   def source_files(cls, manual_dir, config_name):
     manual_dir = pathlib.Path(manual_dir)
     files = {}
-    for split, stem in _STEMS.items():
+    for split, stem in STEMS.items():
       en, vi = manual_dir / f'{stem}.en', manual_dir / f'{stem}.vi'
       if en.is_file() != vi.is_file():
         present, absent = (en, vi) if en.is_file() else (vi, en)
@@ -56,7 +56,7 @@ class Iwslt15EnVi(_base.ManualBuilder, skip_registration=True):
         files[split] = [en, vi]
     if not files:
       raise _base.missing_files_error(
-          'iwslt15_en_vi', manual_dir, [f'{s}.{l}' for s in _STEMS.values() for l in ('en', 'vi')],
+          'iwslt15_en_vi', manual_dir, [f'{s}.{l}' for s in STEMS.values() for l in ('en', 'vi')],
           cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
     return files
 
