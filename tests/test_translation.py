@@ -1,4 +1,4 @@
-"""Translation (Yu et al. 2018, Table 2b): beam search, the attentive seq2seq, BLEU, the parallel-text
+"""Translation (Yu et al. 2018, Table 2b): beam search, the attentive seq2seq, BLEU, the iwslt15_en_vi
 loader, and the tiny config through launch.train and launch.translate."""
 import itertools
 import os
@@ -14,9 +14,11 @@ import pytest
 import sacrebleu
 
 from jax_structured import data
+from jax_structured import errors
 from jax_structured import models
 from jax_structured import training
-from jax_structured.data import parallel_text
+from jax_structured.data import builders
+from jax_structured.data import loaders
 from jax_structured.models import translation
 from jax_structured.nn import beam_search as beam_lib
 from jax_structured.training import translation_task
@@ -224,7 +226,7 @@ def test_translate_method_needs_no_target_and_stops_at_the_length_bound():
 def test_a_loader_without_target_vocabulary_labels_is_refused():
   config = ml_collections.ConfigDict({'name': 'translation.seq2seq', 'encoder': {'name': 'bow'}})
   model = models.build(config, vocab_size=9, num_classes=0)
-  with pytest.raises(ValueError, match="parallel_text"):
+  with pytest.raises(ValueError, match="iwslt15_en_vi"):
     model.init({'params': jax.random.PRNGKey(0)}, BATCH)
 
 
@@ -255,28 +257,31 @@ def test_bleu_statistics_equal_sacrebleu_on_the_joined_tokens():
   assert translation_task.corpus_bleu(sums) == pytest.approx(expected.score, abs=1e-9)
 
 
-# --- the parallel-text loader ----------------------------------------------------------------------------
+# --- the iwslt15_en_vi loader (through the TFDS builder) ------------------------------------------------
 
 def _write(folder, stem, en, vi):
+  folder.mkdir(exist_ok=True)
   (folder / f'{stem}.en').write_text(en, encoding='utf-8')
   (folder / f'{stem}.vi').write_text(vi, encoding='utf-8')
 
 
 def _data_config(folder, **overrides):
-  config = parallel_text.default_config()
-  config.update({'manual_dir': str(folder), 'train_stem': 'train', 'validation_stem': 'dev',
-                 'test_stem': '', **overrides})
+  config = loaders.default_config('iwslt15_en_vi')
+  config.update({'manual_dir': str(folder), 'data_dir': str(folder.parent / 'tfds'), **overrides})
   return config
 
 
 def test_loader_layout(tmp_path):
-  _write(tmp_path, 'train', 'a b .\nb c\n' + 'long ' * 9 + '\n', 'x y .\nz y\nq\n')
-  _write(tmp_path, 'dev', 'a d\n', 'y w\n')
-  task = data.load(_data_config(tmp_path, max_length=8))
+  manual = tmp_path / 'manual'
+  _write(manual, 'train', 'a b .\nb c\n' + 'long ' * 9 + '\n', 'x y .\nz y\nq\n')
+  _write(manual, 'tst2012', 'a d\n', 'y w\n')
+  task = data.load(_data_config(manual, max_length=8, test_split=''))
   assert task.kind == 'translation' and task.skipped == {'train/too_long': 1}
+  assert sorted(task.splits) == ['train', 'validation']
   assert task.label_names[:4] == ['<pad>', '<unk>', '<s>', '</s>'] and task.num_classes == 8
-  assert task.extras['bos_id'] == parallel_text.BOS_ID == 2
-  assert task.extras['eos_id'] == parallel_text.EOS_ID == 3
+  assert task.label_names == task.extras['target_vocab'].tokens
+  assert task.extras['bos_id'] == loaders.BOS_ID == 2
+  assert task.extras['eos_id'] == loaders.EOS_ID == 3
   first = task.splits['train'].examples[0]
   assert task.vocab.decode(first['source']) == ['a', 'b', '.']
   assert [task.label_names[i] for i in first['target']] == ['<s>', 'x', 'y', '.', '</s>']
@@ -285,26 +290,46 @@ def test_loader_layout(tmp_path):
   assert [task.label_names[i] for i in dev['target']] == ['<s>', 'y', '<unk>', '</s>']
 
 
-def test_loader_errors_name_file_and_line(tmp_path):
-  _write(tmp_path, 'train', 'a b\nc\nd\n', 'x\ny\n')
-  _write(tmp_path, 'dev', 'a\n', 'x\n')
-  with pytest.raises(parallel_text.ParallelTextError, match=r'train\.en:3: line-count mismatch'):
-    data.load(_data_config(tmp_path))
-  _write(tmp_path, 'train', 'a b\nc\nd\n', 'x\n  \nz\n')
-  with pytest.raises(parallel_text.ParallelTextError, match=r'train\.vi:2: empty line'):
-    data.load(_data_config(tmp_path))
-  _write(tmp_path, 'train', 'a b\nc\n', 'x\ny\n')
-  with pytest.raises(FileNotFoundError, match=r'nope\.en'):
-    data.load(_data_config(tmp_path, validation_stem='nope'))
-  with pytest.raises(ValueError, match=r'config\.data\.validation_fraction'):
-    data.load(_data_config(tmp_path, validation_stem=''))
-  with pytest.raises(ValueError, match=r'config\.data\.vocab_size'):
-    data.load(_data_config(tmp_path, vocab_size=3))
+def test_loader_trains_on_one_built_split_and_tests_on_another(tmp_path):
+  manual = tmp_path / 'manual'  # no train.*: only the two test sets, as in ../shared/data
+  _write(manual, 'tst2012', ''.join(f'e{i} .\n' for i in range(10)), ''.join(f'v{i} .\n' for i in range(10)))
+  _write(manual, 'tst2013', 'e1 e99 .\n', 'v1 v99 .\n')
+  with pytest.raises(FileNotFoundError, match=r"train_split='train': .*train\.en / .*train\.vi are not"):
+    data.load(_data_config(manual))
+  task = data.load(_data_config(manual, train_split='validation', validation_split='',
+                                validation_fraction=0.2, max_examples=8))
+  assert [len(task.splits[s]) for s in ('train', 'validation', 'test')] == [6, 2, 1]
+  assert 'v99' not in task.label_names and task.vocab.decode(task.splits['test'].examples[0]['source']) == [
+      'e1', '<unk>', '.']
+  assert 'v9' not in task.label_names and 'v8' not in task.label_names  # cut by max_examples
 
 
-def test_shipped_iwslt_files_load(shared_data):
-  config = _data_config(shared_data / 'iwslt15_en_vi', train_stem='tst2012', validation_stem='',
-                        validation_fraction=0.1, test_stem='tst2013', max_examples=50)
+def test_loader_errors_name_file_key_and_line(tmp_path):
+  manual = tmp_path / 'manual'
+  _write(manual, 'train', 'a b\nc\nd\n', 'x\ny\n')
+  _write(manual, 'tst2012', 'a\n', 'x\n')
+  with pytest.raises(builders.FormatError, match=r'train\.en:3: line-count mismatch'):
+    data.load(_data_config(manual))
+  _write(manual, 'train', 'a b\nc\nd\n', 'x\n  \nz\n')
+  with pytest.raises(builders.FormatError, match=r'train\.vi:2: empty line'):
+    data.load(_data_config(manual))
+  _write(manual, 'train', 'a b\nc\n', 'x\ny\n')
+  with pytest.raises(FileNotFoundError, match=r'test_split=.test.: .*tst2013\.en'):
+    data.load(_data_config(manual))
+  for overrides, key in ((dict(validation_split=''), 'validation_fraction'),
+                         (dict(validation_fraction=0.5), 'validation_fraction'),
+                         (dict(test_split='train'), 'test_split'),
+                         (dict(train_split='tst2012'), 'train_split'),
+                         (dict(target_max_vocab_size=4), 'target_max_vocab_size'),
+                         (dict(vocab_size=3), 'vocab_size')):
+    with pytest.raises(errors.ConfigError, match=rf'config\.data\.{key}'):
+      data.load(_data_config(manual, **{'test_split': '', **overrides}))
+
+
+def test_shipped_iwslt_files_load(shared_data, tmp_path):
+  config = _data_config(shared_data / 'iwslt15_en_vi', data_dir=str(tmp_path / 'tfds'),
+                        train_split='validation', validation_split='', validation_fraction=0.1,
+                        max_examples=50)
   task = data.load(config)
   assert len(task.splits['test']) == 50 and len(task.splits['validation']) == 5
 
@@ -319,7 +344,7 @@ SENTENCES = [('i like tea .', 'tôi thích trà .'), ('you like tea .', 'bạn t
 def test_tiny_config_trains_and_translates_from_the_command_line(tmp_path):
   folder = tmp_path / 'data'
   folder.mkdir()
-  for stem, reps in (('train', 4), ('dev', 1), ('test', 1)):
+  for stem, reps in (('train', 4), ('tst2012', 1), ('tst2013', 1)):
     _write(folder, stem, ''.join(e + '\n' for e, _ in SENTENCES * reps),
            ''.join(v + '\n' for _, v in SENTENCES * reps))
   env = dict(os.environ, PYTHONPATH=REPO, JAX_PLATFORMS='cpu', OPENBLAS_NUM_THREADS='1')
@@ -331,8 +356,9 @@ def test_tiny_config_trains_and_translates_from_the_command_line(tmp_path):
 
   train = launch('launch.train', '--config=configs/yu/iwslt15_en_vi.py:tiny,standard_attention',
                  f'--workdir={workdir}', f'--config.data.manual_dir={folder}',
-                 '--config.data.train_stem=train', '--config.data.validation_stem=dev',
-                 '--config.data.test_stem=test', "--config.data.bucket_boundaries=(8,)",
+                 f'--config.data.data_dir={tmp_path / "tfds"}', '--config.data.train_split=train',
+                 '--config.data.validation_split=validation', '--config.data.validation_fraction=0.0',
+                 "--config.data.bucket_boundaries=(8,)",
                  '--config.data.batch_size=8', '--config.train.num_epochs=2')
   assert train.returncode == 0, train.stderr[-3000:]
   assert '"bleu"' in train.stdout and '"perplexity"' in train.stdout
@@ -347,7 +373,6 @@ def test_tiny_config_trains_and_translates_from_the_command_line(tmp_path):
   assert '"bleu"' in run.stdout
   # The launcher's user errors (exit status 2 through launch/_errors.py) come from translate_file.
   from jax_structured.analysis import translate  # pylint: disable=g-import-not-at-top
-  from jax_structured import errors  # pylint: disable=g-import-not-at-top
   empty = tmp_path / 'empty.en'
   empty.write_text('\n', encoding='utf-8')
   with pytest.raises(FileNotFoundError, match='does not exist'):

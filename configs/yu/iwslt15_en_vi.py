@@ -7,12 +7,15 @@ whose annotation vectors come from the row's encoder.
   python -m launch.translate --workdir=/tmp/envi_rn --input=my.en --output=my.vi --beam_size=10
 
 DATA. We hold only the IWSLT'15 dev and test sets (../shared/data/iwslt15_en_vi: tst2012, 1553 pairs;
-tst2013, 1268 pairs), not the 133k training pairs. So by DEFAULT this config TRAINS ON tst2012 (10% of
-it held out as validation) and TESTS ON tst2013: a small-data run whose BLEU is NOT comparable to the
-paper's (which trains on the 133k pairs). `manual_dir=PATH` points at the full Stanford release
-(train.{en,vi}, tst2012, tst2013; https://nlp.stanford.edu/projects/nmt/): train on train, validate on
-tst2012, test on tst2013, vocabularies bounded as the release's (17,191 en / 7,709 vi words), the
-standard split of Luong & Manning (2015) that the paper follows. Training pairs longer than 50 tokens
+tst2013, 1268 pairs), not the 133k training pairs. The loader 'iwslt15_en_vi' reads them through the
+TFDS builder of the same name (splits train <- train.*, validation <- tst2012.*, test <- tst2013.*) and
+`config.data.train_split` / `validation_split` / `test_split` say which built split plays which role.
+By DEFAULT this config TRAINS ON tst2012 (train_split='validation', 10% of it held out as validation)
+and TESTS ON tst2013: a small-data run whose BLEU is NOT comparable to the paper's (which trains on the
+133k pairs). `manual_dir=PATH` points at the full Stanford release (train.{en,vi}, tst2012, tst2013;
+https://nlp.stanford.edu/projects/nmt/): train on train, validate on tst2012, test on tst2013,
+vocabularies bounded as the release's (17,191 en / 7,709 vi words), the standard split of Luong &
+Manning (2015) that the paper follows. Training pairs longer than 50 tokens
 a side are dropped (Luong & Manning); evaluation pairs never are.
 
 MODEL (sec. 4.2, appendix A.1): 'translation.seq2seq' (jax_structured/models/translation.py):
@@ -37,7 +40,7 @@ first 200 pairs of each file, 16-d layers, beam 2, one epoch; its BLEU is a smok
 import ml_collections
 
 from jax_structured import config as config_lib
-from jax_structured.data import parallel_text
+from jax_structured.data import loaders
 from jax_structured.models import liu_lapata
 
 FILE = 'configs/yu/iwslt15_en_vi.py'
@@ -71,14 +74,14 @@ def get_config(options=''):
   config.task = 'translation'
   config.parallel = 'shard_map'
   config.distributed = False
-  config.data = parallel_text.default_config()
-  if 'manual_dir' in paths:  # the full release
-    config.data.update({'manual_dir': paths['manual_dir'], 'train_stem': 'train',
-                        'validation_stem': 'tst2012', 'test_stem': 'tst2013',
+  config.data = loaders.default_config('iwslt15_en_vi')
+  if 'manual_dir' in paths:  # the full release: the builder's train / validation / test splits
+    config.data.update({'manual_dir': paths['manual_dir'], 'train_split': 'train',
+                        'validation_split': 'validation', 'test_split': 'test',
                         'max_vocab_size': 17191, 'target_max_vocab_size': 7709})
-  else:  # what we hold: train on tst2012 (10% held out for validation), test on tst2013
-    config.data.update({'manual_dir': SHARED, 'train_stem': 'tst2012', 'validation_stem': '',
-                        'validation_fraction': 0.1, 'test_stem': 'tst2013'})
+  else:  # what we hold: train on tst2012 (the builder's 'validation'; 10% held out), test on tst2013
+    config.data.update({'manual_dir': SHARED, 'train_split': 'validation', 'validation_split': '',
+                        'validation_fraction': 0.1, 'test_split': 'test'})
   config.data.update({'max_length': 50, 'batch_size': 32})
   config.model = ml_collections.ConfigDict({
       'name': 'translation.seq2seq', 'encoder': dict(ROWS[row or 'standard_attention']),

@@ -6,8 +6,7 @@ A loader is `fn(config: ml_collections.ConfigDict) -> core.TaskData`; modules re
 import importlib
 from typing import Callable
 
-LOADER_MODULES = ('jax_structured.data.loaders', 'jax_structured.data.synthetic',
-                  'jax_structured.data.parallel_text')
+LOADER_MODULES = ('jax_structured.data.loaders', 'jax_structured.data.synthetic')
 
 _LOADERS: dict[str, Callable] = {}
 

@@ -16,7 +16,7 @@ appendix A.2, with the context fed to a stacked LSTM):
 s_{t-1} is the top layer's state; every layer starts from h_0 = tanh(W_init mean_j h_j) (Bahdanau's
 s_0 = tanh(W_s h_1^<-) generalised to encoders without a backward state), c_0 = 0, h~_0 = 0.
 
-Batches (kind 'translation', `data.parallel_text`): `source [B, S]`, `source_lengths [B]`,
+Batches (kind 'translation', loader `iwslt15_en_vi`): `source [B, S]`, `source_lengths [B]`,
 `target [B, T] = <s> y_1 .. y_m </s>` (padded with 0), `target_lengths [B] = m + 2`. Training uses
 teacher forcing: the decoder reads target[:, :-1] and predicts target[:, 1:]. `__call__` returns
 {'logits': [B, T - 1, V]}, plus, when not training and `eval_beam_size > 0`, the beam-search
@@ -27,7 +27,7 @@ cross-entropy, summed) and `bleu_statistics` (the sufficient statistics of corpu
 2002, computed on device from token ids; sacrebleu turns their sums into the score).
 
 The target vocabulary is the task's label set: `num_classes` = its size; `bos_id` / `eos_id` are its
-`<s>` / `</s>` ids (2 and 3 in `data.parallel_text`'s layout).
+`<s>` / `</s>` ids (2 and 3 in `data.loaders.target_vocabulary`'s layout).
 """
 from __future__ import annotations
 
@@ -207,7 +207,7 @@ class Seq2Seq(nn.Module):
           f'translation.seq2seq: the target vocabulary has {self.num_classes} entries, so '
           f'config.model.bos_id={self.bos_id} / eos_id={self.eos_id} do not exist: train on a '
           "translation loader that gives the target vocabulary as its labels (config.data.name="
-          "'parallel_text')")
+          "'iwslt15_en_vi')")
     if self.decoder_layers < 1:
       raise ValueError(f'config.model.decoder_layers={self.decoder_layers} must be >= 1')
     if self.length_normalization not in beam_lib.NORMALIZATIONS:
