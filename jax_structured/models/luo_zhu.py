@@ -319,6 +319,7 @@ class DocumentClassifier(nn.Module):
   embedding_dim: int = 100
   freeze_embeddings: bool = False
   embedding_dropout: float = 0.0
+  static_channel: bool = False
   dropout_rate: float = 0.0
   mlp_hidden: int = 0
   pooling: str = 'encoder'
