@@ -76,6 +76,15 @@ def translate_lines(trained: Any, lines: Sequence[str], *, beam_size: int = 10,
   return out
 
 
+def _read_lines(path):
+  """The lines of a UTF-8 text file, without a last empty line after the final newline."""
+  with open(path, encoding='utf-8') as f:
+    lines = f.read().split('\n')
+  if lines and lines[-1] == '':
+    lines.pop()
+  return lines
+
+
 def translate_file(workdir: str, input_path: str, output_path: Optional[str] = None, *,
                    beam_size: int = 10, batch_size: int = 32, checkpoint: str | int = 'best',
                    reference_path: Optional[str] = None) -> dict[str, Any]:
@@ -96,10 +105,7 @@ def translate_file(workdir: str, input_path: str, output_path: Optional[str] = N
                             'run, e.g. from configs/yu/iwslt15_en_vi.py)')
   if not os.path.isfile(input_path):
     raise FileNotFoundError(f'input file {input_path} not found')
-  with open(input_path, encoding='utf-8') as f:
-    lines = f.read().split('\n')
-  if lines and lines[-1] == '':
-    lines.pop()
+  lines = _read_lines(input_path)
   if not any(line.strip() for line in lines):
     raise errors.UserError(f'{input_path}: the input file is empty (it should hold one tokenised '
                            'sentence a line)')
@@ -107,10 +113,7 @@ def translate_file(workdir: str, input_path: str, output_path: Optional[str] = N
   if reference_path:
     if not os.path.isfile(reference_path):
       raise FileNotFoundError(f'reference file {reference_path} not found')
-    with open(reference_path, encoding='utf-8') as f:
-      references = f.read().split('\n')
-    if references and references[-1] == '':
-      references.pop()
+    references = _read_lines(reference_path)
     if len(references) != len(lines):
       raise errors.UserError(f'{reference_path}:{min(len(references), len(lines)) + 1}: the reference '
                              f'has {len(references)} lines, the input {input_path} {len(lines)}; they '
