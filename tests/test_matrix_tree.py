@@ -6,7 +6,13 @@ Cayley's formula for uniform potentials, finite differences (`check_grads`) and 
 sample frequencies against enumerated tree probabilities.
 """
 import functools
+import importlib.util
+import json
+import os
+import pathlib
 import re
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -655,10 +661,12 @@ def test_bad_input_errors():
                                   'sample', 'score']
 
 
-def test_benchmark_launcher_and_baselines():
+def test_benchmark_launcher_and_baselines(monkeypatch):
   """`python -m launch.benchmark` resolves modules generically; the trees baselines agree with ours."""
   from launch import benchmark  # pylint: disable=g-import-not-at-top
   from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
+  # torch stays out of the test process (see test_torch_struct_baseline_in_a_subprocess).
+  monkeypatch.setattr(trees_benchmark, '_torch_struct_calls', lambda *args: None)
   assert 'trees' in benchmark.known_benchmarks()
   assert benchmark.load_benchmark('trees') is trees_benchmark
   with pytest.raises(ValueError, match=r"unknown benchmark 'nope'; known benchmarks: .*trees"):
@@ -686,6 +694,45 @@ def test_benchmark_launcher_and_baselines():
     assert flagged.tolist() == expected  # the benchmark's sharp sentences take the exact path
   table = trees_benchmark.format_table(rows)
   assert table.splitlines()[0].split()[:3] == ['size', 'ours', 'marg']
+
+
+_TORCH_STRUCT_SCRIPT = r"""
+import json, sys
+import numpy as np
+import torch, torch_struct
+from jax_structured import trees
+from launch.benchmarks import trees as trees_benchmark
+problem = json.load(sys.stdin)
+arc, root = np.asarray(problem['arc']), np.asarray(problem['root'])
+calls = trees_benchmark._torch_struct_calls(arc.shape[0], arc.shape[-1], arc, root)
+assert sorted(calls) == ['ts +grad', 'ts marg', 'ts proj'], sorted(calls)
+for call in calls.values():
+  call()
+x = torch.tensor(np.asarray(trees.to_torch_struct(arc, root)))
+lengths = torch.full((arc.shape[0],), arc.shape[-1], dtype=torch.long)
+m = torch_struct.NonProjectiveDependencyCRF(x, lengths, multiroot=False).marginals.numpy()
+json.dump(m.tolist(), sys.stdout)
+"""
+
+
+def test_torch_struct_baseline_in_a_subprocess():
+  """The benchmark's torch-struct columns run, and torch-struct's marginals on our layout are ours.
+
+  In a child process: torch and XLA's CPU compiler loaded in one long-lived test worker aborted
+  twice in XLA compiles of later tests (CI, stop 25), so no test imports torch in the worker.
+  """
+  if importlib.util.find_spec('torch_struct') is None:
+    pytest.skip('torch-struct not installed (pip install -e ".[bench]" adds the baseline)')
+  rng = np.random.default_rng(3)
+  arc, root = rng.normal(size=(2, 5, 5)), rng.normal(size=(2, 5))
+  done = subprocess.run([sys.executable, '-c', _TORCH_STRUCT_SCRIPT], input=json.dumps(
+      {'arc': arc.tolist(), 'root': root.tolist()}), capture_output=True, text=True, cwd=pathlib.Path(__file__).resolve().parents[1],
+      env=dict(os.environ, JAX_PLATFORMS='cpu'), check=False, timeout=300)
+  assert done.returncode == 0, done.stderr[-3000:]
+  theirs = np.asarray(json.loads(done.stdout.strip().splitlines()[-1]))
+  arc_m, root_m = trees.marginals(arc, root)
+  np.testing.assert_allclose(theirs * (1 - np.eye(5)), arc_m, atol=1e-5)
+  np.testing.assert_allclose(np.diagonal(theirs, axis1=-2, axis2=-1), root_m, atol=1e-5)
 
 
 def test_benchmark_interleaves_the_columns():

@@ -2,6 +2,7 @@
 import json
 import math
 import os
+import threading
 
 import jax
 import ml_collections
@@ -200,10 +201,15 @@ def test_divergence_stops_before_saving(tmp_path):
   # An absurd learning rate: step 1's update overflows the logits of step 2 (saved every step).
   config = support.make_config(**{'train.num_steps': 6, 'train.log_every_steps': 1,
                                   'train.checkpoint_every_steps': 1, 'optimizer.learning_rate': 1e30})
+  threads_before = set(threading.enumerate())
   with pytest.raises(FloatingPointError, match=r'training diverged: train/loss = nan[^.]* over steps 2-2\. '
                                                r'Nothing after step 1 was saved'):
     training.train_and_evaluate(config, workdir)
   assert training.load_trained(workdir, 'latest').step == 1
+  # The failed run closed its event writer: step 1's loss is on disk, no writer thread is left.
+  assert [s for s, _ in support.read_scalars(workdir)['train/loss']] == [1]
+  assert not [t for t in set(threading.enumerate()) - threads_before
+              if type(t).__module__.startswith('tensorboardX')]
   assert all(np.isfinite(x).all() for x in jax.tree.leaves(support.params_of(workdir, 'latest')))
 
 

@@ -238,11 +238,14 @@ def _train(config, workdir, *, hooks=(), induce_trees=None) -> dict[str, Any]:
   with ckpt_lib.Checkpoints(workdir, dev_metric=run.setup.task.dev_metric,
                              higher_is_better=run.setup.task.higher_is_better) as ckpts:
     loop = _TrainLoop(run, ckpts, workdir)  # restores the latest checkpoint, if any
-    _write_run_files(run, workdir)
-    loop.train(hooks)
-    results = _final_evaluation(run.setup, ckpts, run.task_data, run.eval_batch_size)
-    results.update(loop.summary(previous=_read_metrics(workdir)))
-    loop.close(results)
+    try:
+      _write_run_files(run, workdir)
+      loop.train(hooks)
+      results = _final_evaluation(run.setup, ckpts, run.task_data, run.eval_batch_size)
+      results.update(loop.summary(previous=_read_metrics(workdir)))
+      loop.write_final(results)
+    finally:  # an error mid-run still flushes its events and ends the writer's thread
+      loop.close()
   if run.train_cfg.render_trees:  # reads the closed checkpoints
     results['induced_trees'] = _render_trees(induce_trees, workdir, run.train_cfg.render_trees)
   results = metrics_lib.jsonable(results)  # returned exactly as metrics.json reads back
@@ -488,9 +491,11 @@ class _TrainLoop:
       out.update({k: previous[k] for k in ('train_seconds', 'steps_per_second') if k in previous})
     return out
 
-  def close(self, results: Mapping[str, Any]) -> None:
+  def write_final(self, results: Mapping[str, Any]) -> None:
     self.writer.write_scalars(self.step, {f'final/{split}/{k}': v for split in EVAL_SPLITS
                                           if split in results for k, v in results[split].items()})
+
+  def close(self) -> None:
     self.writer.flush()
     self.writer.close()
 

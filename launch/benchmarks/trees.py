@@ -175,10 +175,7 @@ def _torch_struct_calls(batch, length, arc, root):
   except ImportError:
     return None
   device = 'cuda' if torch.cuda.is_available() else 'cpu'
-  # torch-struct puts the root scores on the diagonal: potentials[b, h, m], root on [b, m, m].
-  potentials = np.array(arc, dtype=np.float32, copy=True)
-  idx = np.arange(length)
-  potentials[:, idx, idx] = np.asarray(root, np.float32)
+  potentials = np.asarray(trees.to_torch_struct(arc, root), np.float32)  # ROOT -> m on [b, m, m]
   potentials = torch.tensor(potentials, device=device)
   lengths = torch.full((batch,), length, dtype=torch.long, device=device)
   weights = torch.randn_like(potentials)
