@@ -261,3 +261,18 @@ def test_parser_batch_and_greedy_baseline():
       best = max(candidates, key=candidates.get)
       assert heads[b, m] == best
       assert relations[b, m] == 2 + np.argmax(rel[b, best if best >= 0 else 8, m, 2:])
+
+
+def test_parse_sizes_shared_by_every_family():
+  assert benchmarks.parse_sizes('32x16, 8x64x100', ('BATCH', 'N', 'HIDDEN'), default=300) == [
+      (32, 16, 300), (8, 64, 100)]
+  assert benchmarks.parse_sizes('512x32', ('BATCH', 'LENGTH')) == [(512, 32)]
+  for bad, axes, kwargs, message in [
+      ('2x3,4x', ('BATCH', 'LENGTH'), {}, r"'4x' is not BATCHxLENGTH with positive integers \(in '2x3,4x'\)"),
+      ('2x3x4', ('BATCH', 'LENGTH'), {}, r"'2x3x4' is not BATCHxLENGTH"),
+      ('8x0', ('BATCH', 'T', 'H'), {'default': 5}, r"'8x0' is not BATCHxT or BATCHxTxH with positive"),
+      ('8x1', ('BATCH', 'LENGTH'), {'minimum': {'LENGTH': 2}}, r"'8x1' .* and LENGTH >= 2"),
+      ('-2x3', ('BATCH', 'LENGTH'), {}, r"'-2x3' is not"),
+  ]:
+    with pytest.raises(ValueError, match=message):
+      benchmarks.parse_sizes(bad, axes, **kwargs)

@@ -22,6 +22,38 @@ MEMORY = flags.DEFINE_bool('memory', False,
                            'Also print the compiled peak memory (XLA memory_analysis) of each function.')
 
 
+
+def parse_sizes(text: str, axes: tuple[str, ...], default: Optional[int] = None,
+                minimum: Optional[dict[str, int]] = None) -> list[tuple[int, ...]]:
+  """A `--sizes` value -> one tuple of positive integers per comma-separated item.
+
+  E.g. `parse_sizes('32x16, 8x64x100', ('BATCH', 'N', 'HIDDEN'), default=300)` ->
+  `[(32, 16, 300), (8, 64, 100)]`.
+
+  Args:
+    text: 'AxB,...', items separated by commas, axes by 'x'.
+    axes: the names of the axes, in order (they spell the expected form in the error).
+    default: when given, an item may leave out the last axis, which then takes this value.
+    minimum: smallest allowed value per axis name (default 1 for every axis).
+
+  Raises:
+    ValueError naming the bad item, the expected forms and the whole value.
+  """
+  minimum = minimum or {}
+  forms = ['x'.join(axes[:-1]), 'x'.join(axes)] if default is not None else ['x'.join(axes)]
+  sizes = []
+  for item in text.split(','):
+    item = item.strip()
+    parts = item.lower().split('x')
+    values = [int(p) if p.isdigit() else 0 for p in parts]
+    if (len(parts) not in (len(axes) - (default is not None), len(axes))
+        or not all(v >= max(1, minimum.get(axis, 1)) for v, axis in zip(values, axes))):
+      bounds = ''.join(f' and {axis} >= {low}' for axis, low in minimum.items())
+      raise ValueError(f'--sizes item {item!r} is not {" or ".join(forms)} with positive integers'
+                       f'{bounds} (in {text!r})')
+    sizes.append(tuple(values) + ((default,) if len(values) < len(axes) else ()))
+  return sizes
+
 # ------------------------------------------------------------------------------------------------
 # What a benchmark family gives `python -m launch.benchmark report` (launch/benchmarks/report.py).
 

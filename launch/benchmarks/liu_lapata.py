@@ -132,15 +132,7 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
   Raises:
     ValueError naming the bad item.
   """
-  sizes = []
-  for item in text.split(','):
-    item = item.strip()
-    parts = item.lower().split('x')
-    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-      raise ValueError(f'--sizes item {item!r} is not BATCHxPREMISExHYPOTHESIS with positive integers '
-                       f'(in {text!r})')
-    sizes.append(tuple(int(p) for p in parts))
-  return sizes
+  return benchmarks.parse_sizes(text, ('BATCH', 'PREMISE', 'HYPOTHESIS'))
 
 
 def parse_doc_shape(text: str) -> tuple[int, int]:

@@ -31,16 +31,7 @@ GOAL = 2.0
 
 def parse_sizes(text):
   """'40x35,8x35x64' -> [(40, 35, 300), (8, 35, 64)]; raises ValueError naming the bad item."""
-  sizes = []
-  for item in text.split(','):
-    item = item.strip()
-    parts = item.lower().split('x')
-    if len(parts) not in (2, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
-      raise ValueError(f'--sizes item {item!r} is not BATCHxSTEPS or BATCHxSTEPSxHIDDEN with positive '
-                       f'integers (in {text!r})')
-    batch, steps = int(parts[0]), int(parts[1])
-    sizes.append((batch, steps, int(parts[2]) if len(parts) == 3 else 300))
-  return sizes
+  return benchmarks.parse_sizes(text, ('BATCH', 'STEPS', 'HIDDEN'), default=300)
 
 
 def train_step_fn(cell, num_layers, hidden, dtype=jnp.float32, learning_rate=0.65):

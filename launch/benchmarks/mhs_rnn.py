@@ -37,15 +37,7 @@ MODELS = (('LSTM', 'lstm', {}, 'mean'),
 
 def parse_sizes(text):
   """'64x200,8x50x16' -> [(64, 200, 50), (8, 50, 16)]; raises ValueError naming the bad item."""
-  sizes = []
-  for item in text.split(','):
-    item = item.strip()
-    parts = item.lower().split('x')
-    if len(parts) not in (2, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
-      raise ValueError(f'--sizes item {item!r} is not BATCHxTOKENS or BATCHxTOKENSxHIDDEN with positive '
-                       f'integers (in {text!r})')
-    sizes.append((int(parts[0]), int(parts[1]), int(parts[2]) if len(parts) == 3 else 50))
-  return sizes
+  return benchmarks.parse_sizes(text, ('BATCH', 'TOKENS', 'HIDDEN'), default=50)
 
 
 def make_batch(batch, steps, seed=0):

@@ -37,15 +37,7 @@ QUICK_SIZES = ((4, 6, 8),)
 
 def parse_sizes(text):
   """'32x16,8x64x100' -> [(32, 16, 300), (8, 64, 100)]; raises ValueError naming the bad item."""
-  sizes = []
-  for item in text.split(','):
-    item = item.strip()
-    parts = item.lower().split('x')
-    if len(parts) not in (2, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
-      raise ValueError(f'--sizes item {item!r} is not BATCHxN or BATCHxNxHIDDEN with positive integers '
-                       f'(in {text!r})')
-    sizes.append((int(parts[0]), int(parts[1]), int(parts[2]) if len(parts) == 3 else 300))
-  return sizes
+  return benchmarks.parse_sizes(text, ('BATCH', 'N', 'HIDDEN'), default=300)
 
 
 def model_config(row, hidden):

@@ -40,15 +40,7 @@ NUM_CLASSES = 5
 
 def parse_sizes(text):
   """'50x32,8x16x64' -> [(50, 32, 150), (8, 16, 64)]; raises ValueError naming the bad item."""
-  sizes = []
-  for item in text.split(','):
-    item = item.strip()
-    parts = item.lower().split('x')
-    if len(parts) not in (2, 3) or not all(p.isdigit() and int(p) > 0 for p in parts) or int(parts[1]) < 2:
-      raise ValueError(f'--sizes item {item!r} is not BATCHxLENGTH or BATCHxLENGTHxHIDDEN with positive '
-                       f'integers and LENGTH >= 2 (in {text!r})')
-    sizes.append((int(parts[0]), int(parts[1]), int(parts[2]) if len(parts) == 3 else 150))
-  return sizes
+  return benchmarks.parse_sizes(text, ('BATCH', 'LENGTH', 'HIDDEN'), default=150, minimum={'LENGTH': 2})
 
 
 def random_tree(rng, length):

@@ -63,14 +63,7 @@ REFERENCE = {
 
 def parse_sizes(text):
   """'512x32,64x64' -> [(512, 32), (64, 64)]; raises ValueError naming the bad item."""
-  sizes = []
-  for item in text.split(','):
-    item = item.strip()
-    parts = item.lower().split('x')
-    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-      raise ValueError(f'--sizes item {item!r} is not BATCHxLENGTH with positive integers (in {text!r})')
-    sizes.append((int(parts[0]), int(parts[1])))
-  return sizes
+  return benchmarks.parse_sizes(text, ('BATCH', 'LENGTH'))
 
 
 # ----------------------------------------------------------------------------------------------
