@@ -125,14 +125,6 @@ def test_add_ratios():
   assert no_simple[0]['train x simple'] == '-'
 
 
-def test_interleaved_medians():
-  order = []
-  times = liu_lapata.interleaved_medians({'a': lambda: order.append('a'), 'b': lambda: order.append('b')},
-                                         repeats=3)
-  assert order == ['a', 'b'] * 4  # one warm-up call each, then 3 round-robin rounds
-  assert set(times) == {'a', 'b'} and all(m >= 0 and f >= 0 for m, f in times.values())
-
-
 def test_epoch_minutes_and_goal_lines():
   assert liu_lapata.epoch_minutes(335_000 / 60.0) == pytest.approx(1.0)
   assert liu_lapata.epoch_minutes(100.0, documents=6000) == pytest.approx(1.0)

@@ -2,6 +2,7 @@
 are missing or fail, the files written while it runs, the trees ratios, the parser's baselines."""
 import json
 import math
+import time
 
 import jax
 import jax.numpy as jnp
@@ -55,8 +56,8 @@ def test_quick_report_has_every_family_with_finite_numbers(tmp_path, monkeypatch
   monkeypatch.setattr(lstmn, 'measure', lambda cell, layers, batch, steps, hidden, **kw: (
       seconds(cell, layers), batch * steps / seconds(cell, layers)))
   monkeypatch.setattr(parser_benchmark, 'measure', lambda config, batch, length, **kw: parser_benchmark.row(
-      batch, length, {'parse': (2e-3, 1.0), 'greedy': (1e-3, 1.0), 'scores': (5e-4, 1.0),
-                      'train crf': (4e-3, 2.0), 'train local': (3e-3, 2.0)}))
+      batch, length, {'parse': (2e-3, 1.0, 2), 'greedy': (1e-3, 1.0, 2), 'scores': (5e-4, 1.0, 2),
+                      'train crf': (4e-3, 2.0, 2), 'train local': (3e-3, 2.0, 2)}))
   from launch.benchmarks import tree_lstm as tree_lstm_benchmark  # pylint: disable=g-import-not-at-top
   monkeypatch.setattr(tree_lstm_benchmark, 'measure', lambda batch, length, hidden, **kw: {
       'size': f'{batch}x{length} h{hidden}', 'tree-LSTM infer sent/s': 2.0, 'batched/loop infer': 3.0})
@@ -107,8 +108,9 @@ def test_every_family_module_is_registered():
 
 
 def test_parser_row():
-  row = parser_benchmark.row(32, 16, {'parse': (0.04, 1.04), 'greedy': (0.01, 0.51), 'scores': (0.008, 0.5),
-                                      'train crf': (0.1, 3.1), 'train local': (0.08, 2.08)})
+  row = parser_benchmark.row(32, 16, {'parse': (0.04, 1.04, 5), 'greedy': (0.01, 0.51, 5),
+                                      'scores': (0.008, 0.5, 5), 'train crf': (0.1, 3.1, 5),
+                                      'train local': (0.08, 2.08, 5)})
   assert row == pytest.approx({
       'size': '32x16', 'parse sent/s': 800.0, 'parse ms': 40.0, 'greedy ms': 10.0, 'parse/greedy': 4.0,
       'scores ms': 8.0, 'decode share': 0.8, 'train crf sent/s': 320.0, 'train crf ms': 100.0,
@@ -276,3 +278,18 @@ def test_parse_sizes_shared_by_every_family():
   ]:
     with pytest.raises(ValueError, match=message):
       benchmarks.parse_sizes(bad, axes, **kwargs)
+
+
+def test_interleaved_medians_round_robin_and_column_budget():
+  order = []
+  times = benchmarks.interleaved_medians({'a': lambda: order.append('a'), 'b': lambda: order.append('b')},
+                                         repeats=3)
+  assert order == ['a', 'b'] * 4  # one warm-up call each, then 3 round-robin rounds
+  assert set(times) == {'a', 'b'} and all(m >= 0 and f >= 0 and n == 3 for m, f, n in times.values())
+  # A column over its budget sits out the later rounds, after at least one timed call.
+  order.clear()
+  slow = lambda: (order.append('slow'), time.sleep(0.02))[0]
+  times = benchmarks.interleaved_medians({'fast': lambda: order.append('fast'), 'slow': slow}, repeats=4,
+                                         column_budget_s=0.01)
+  assert order == ['fast', 'slow', 'fast', 'slow', 'fast', 'fast', 'fast']
+  assert times['slow'][2] == 1 and times['fast'][2] == 4 and times['slow'][0] >= 0.02

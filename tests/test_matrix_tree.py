@@ -733,13 +733,3 @@ def test_torch_struct_baseline_in_a_subprocess():
   arc_m, root_m = trees.marginals(arc, root)
   np.testing.assert_allclose(theirs * (1 - np.eye(5)), arc_m, atol=1e-5)
   np.testing.assert_allclose(np.diagonal(theirs, axis1=-2, axis2=-1), root_m, atol=1e-5)
-
-
-def test_benchmark_interleaves_the_columns():
-  # Each round calls every column once, in order, after one warm-up call each.
-  from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
-  calls = []
-  timings = trees_benchmark.interleaved_ms(
-      {'a': lambda: calls.append('a'), 'b': lambda: calls.append('b')}, repeats=3)
-  assert calls == ['a', 'b'] * 4 and set(timings) == {'a', 'b'}
-  assert all(t >= 0 for t in timings.values())

@@ -7,8 +7,11 @@ with a generator `report_tables(run: ReportRun) -> Iterator[Table]` and one line
 `report.FAMILIES`.
 """
 import dataclasses
+import statistics
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
+
+import jax
 
 from absl import flags
 
@@ -53,6 +56,34 @@ def parse_sizes(text: str, axes: tuple[str, ...], default: Optional[int] = None,
                        f'{bounds} (in {text!r})')
     sizes.append(tuple(values) + ((default,) if len(values) < len(axes) else ()))
   return sizes
+
+
+def timed_call(call: Callable[[], Any]) -> float:
+  """Wall seconds of `call()`, ended with `jax.block_until_ready` on its result (None is fine)."""
+  start = time.perf_counter()
+  jax.block_until_ready(call())
+  return time.perf_counter() - start
+
+
+def interleaved_medians(calls: Mapping[Any, Callable[[], Any]], repeats: int, *,
+                        column_budget_s: Optional[float] = None) -> dict[Any, tuple[float, float, int]]:
+  """{name: (median wall seconds of its timed calls, seconds of its first call, number of timed calls)}.
+
+  Every call runs once to compile / warm up; then each of the `repeats` rounds calls every entry once,
+  in a fixed order, so a change of machine load during the run hits all of them alike and the ratios
+  between them stay fair on a shared machine. With `column_budget_s`, an entry whose timed calls
+  have taken that many seconds in all is left out of the later rounds (it keeps at least one timed
+  call): a baseline that needs minutes per call (torch-struct's projective CRF at n = 200 on a CPU)
+  does not hold up the others for an hour.
+  """
+  first = {name: timed_call(call) for name, call in calls.items()}
+  times = {name: [] for name in calls}
+  for _ in range(repeats):
+    for name, call in calls.items():
+      if times[name] and column_budget_s is not None and sum(times[name]) >= column_budget_s:
+        continue
+      times[name].append(timed_call(call))
+  return {name: (statistics.median(t), first[name], len(t)) for name, t in times.items()}
 
 # ------------------------------------------------------------------------------------------------
 # What a benchmark family gives `python -m launch.benchmark report` (launch/benchmarks/report.py).

@@ -46,8 +46,6 @@ verdicts are labelled with that device, since only the ratios carry over.
 import dataclasses
 import functools
 import importlib
-import statistics
-import time
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from absl import flags
@@ -296,28 +294,6 @@ def document_batch(rng: np.random.Generator, batch: int, sentences: int, words: 
 # Timing the real train / eval steps.
 
 
-def _timed(call: Callable[[], Any]) -> float:
-  start = time.perf_counter()
-  jax.block_until_ready(call())
-  return time.perf_counter() - start
-
-
-def interleaved_medians(calls: Mapping[Any, Callable[[], Any]], repeats: int,
-                        ) -> dict[Any, tuple[float, float]]:
-  """{name: (median wall seconds over `repeats` calls, seconds of the first (compile) call)}.
-
-  Every call is ended with `jax.block_until_ready` on its result. After one warm-up call of each,
-  the calls are timed round-robin (`repeats` rounds, each calling every entry once), so a slow spell
-  of a shared machine hits all of them alike and their ratios stay meaningful.
-  """
-  first = {name: _timed(call) for name, call in calls.items()}
-  times = {name: [] for name in calls}
-  for _ in range(repeats):
-    for name, call in calls.items():
-      times[name].append(_timed(call))
-  return {name: (statistics.median(times[name]), first[name]) for name in calls}
-
-
 def _cast_floats(tree: Any, dtype: jnp.dtype) -> Any:
   return jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
 
@@ -414,10 +390,10 @@ def run_snli(config: ml_collections.ConfigDict, sizes: Sequence[tuple[int, int, 
       bench = build_bench(variant_config(config, {'attention': attention}, overrides or {}, key),
                           'pair', batch, vocab_size=vocab_size, num_classes=SNLI_CLASSES, dtype=dtype)
       calls[key, 'train'], calls[key, 'infer'] = bench.train, bench.evaluate
-    times = interleaved_medians(calls, repeats)
+    times = benchmarks.interleaved_medians(calls, repeats)
     size_rows = []
     for key, label, _ in variants:
-      (train_s, train_first), (infer_s, infer_first) = times[key, 'train'], times[key, 'infer']
+      (train_s, train_first, _), (infer_s, infer_first, _) = times[key, 'train'], times[key, 'infer']
       paper_max, paper_avg = PAPER_SNLI[key]
       size_rows.append({
           'size': f'{batch_size}x{premise}x{hypothesis}', 'model': label, 'key': key,
@@ -466,10 +442,10 @@ def run_documents(config: ml_collections.ConfigDict, batch_size: int, doc_shape:
     hidden[key] = variant.model.get('hidden_size', '-')
     calls[key] = build_bench(variant, 'document', batch, vocab_size=vocab_size,
                              num_classes=YELP_CLASSES, dtype=dtype).train
-  times = interleaved_medians(calls, repeats)
+  times = benchmarks.interleaved_medians(calls, repeats)
   rows = []
   for key, label, *_ in variants:
-    step_s, first = times[key]
+    step_s, first, _ = times[key]
     rows.append({'size': f'{batch_size}x{sentences}x{words}', 'model': label, 'key': key,
                  'hidden': hidden[key], 's/step': step_s,
                  'docs/s': batch_size / step_s,
@@ -540,9 +516,9 @@ def run_breakdown(batch: int, length: int, *, hidden_size: int, semantic_size: i
   lap = jax.random.uniform(keys[4], (batch, length, length), dtype) + length * eye
   add('LU + inverse (matrix-tree core)', lambda m: _matrix_tree._lu_logdet_and_inverse(m), (lap,),
       keys[6])
-  times = interleaved_medians(calls, repeats)
+  times = benchmarks.interleaved_medians(calls, repeats)
   rows = {}
-  for (component, column), (seconds, _) in times.items():
+  for (component, column), (seconds, _, _) in times.items():
     rows.setdefault(component, {'component': component})[column] = 1e3 * seconds
   for normalizer in normalizers:
     alone, whole = rows[f'{normalizer} normaliser'], rows[f'{normalizer} layer (eqs. 7-18)']

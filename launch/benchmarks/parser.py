@@ -137,7 +137,7 @@ def measure(config: ml_collections.ConfigDict, batch_size: int, length: int, *, 
   calls = {'parse': lambda: parse(variables(), inputs), 'greedy': lambda: greedy(variables(), inputs),
            'scores': lambda: scores(variables(), inputs),
            'train crf': benches['crf'].train, 'train local': benches['local'].train}
-  times = liu_lapata_benchmark.interleaved_medians(calls, repeats)
+  times = benchmarks.interleaved_medians(calls, repeats)
   for loss in ('crf', 'local'):
     loss_sum, count = jax.device_get(calls[f'train {loss}']()['loss'])
     if not np.isfinite(loss_sum / count):
@@ -148,8 +148,8 @@ def measure(config: ml_collections.ConfigDict, batch_size: int, length: int, *, 
 
 def row(batch_size: int, length: int, times: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
   """The table row of one size from {'parse', 'greedy', 'scores', 'train crf', 'train local':
-  (median seconds, seconds of the first (compile) call)} (`interleaved_medians`)."""
-  seconds = {name: median for name, (median, _) in times.items()}
+  (median seconds, seconds of the first (compile) call, timed calls)} (`benchmarks.interleaved_medians`)."""
+  seconds = {name: median for name, (median, _, _) in times.items()}
   return {'size': f'{batch_size}x{length}',
           'parse sent/s': batch_size / seconds['parse'], 'parse ms': 1e3 * seconds['parse'],
           'greedy ms': 1e3 * seconds['greedy'], 'parse/greedy': seconds['parse'] / seconds['greedy'],
@@ -158,7 +158,7 @@ def row(batch_size: int, length: int, times: Mapping[str, tuple[float, float]]) 
           'train crf sent/s': batch_size / seconds['train crf'],
           'train crf ms': 1e3 * seconds['train crf'], 'train local ms': 1e3 * seconds['train local'],
           'crf/local': seconds['train crf'] / seconds['train local'],
-          'compile s': sum(first - median for median, first in times.values())}
+          'compile s': sum(first - median for median, first, _ in times.values())}
 
 
 def run(sizes: Sequence[tuple[int, int]], *, repeats: int, dtype: str = 'float32', quick: bool = False,
