@@ -11,9 +11,8 @@ import statistics
 import time
 from typing import Any, Callable, Mapping, Optional
 
-import jax
-
 from absl import flags
+import jax
 
 SIZES = flags.DEFINE_string(
     'sizes', None, 'Comma-separated problem sizes, e.g. "512x32,64x64" (batch x length for trees); '
@@ -23,7 +22,6 @@ REPEATS = flags.DEFINE_integer('repeats', 20, 'Timed calls per measurement (afte
 DTYPE = flags.DEFINE_enum('dtype', 'float32', ['float32', 'float64'], 'Floating point dtype of the inputs.')
 MEMORY = flags.DEFINE_bool('memory', False,
                            'Also print the compiled peak memory (XLA memory_analysis) of each function.')
-
 
 
 def parse_sizes(text: str, axes: tuple[str, ...], default: Optional[int] = None,
@@ -84,6 +82,7 @@ def interleaved_medians(calls: Mapping[Any, Callable[[], Any]], repeats: int, *,
         continue
       times[name].append(timed_call(call))
   return {name: (statistics.median(t), first[name], len(t)) for name, t in times.items()}
+
 
 # ------------------------------------------------------------------------------------------------
 # What a benchmark family gives `python -m launch.benchmark report` (launch/benchmarks/report.py).
