@@ -10,8 +10,8 @@ import scipy.stats
 from jax_structured import data
 from jax_structured.data import synthetic
 
-SIZES = dict(num_keys=8, num_colours=4, num_verbs=4, max_pairs=2, max_modifiers=4, min_length=4,
-             max_length=13)
+SIZES = dict(num_keys=8, num_colours=4, num_verbs=4, max_pairs=2, max_modifiers=4, min_length=5,
+             max_length=14)
 
 
 def _config(**overrides):
@@ -38,13 +38,13 @@ def _is_tree(heads):
 
 
 def _split_word(word):
-  """Independent parse of a word by its spelling: ('verb'|'noun'|'modifier', animal, colour)."""
-  if '-' not in word:
-    return 'verb', word, None
-  animal, colour = word.rsplit('-', 1)
-  if animal.endswith("'s"):
-    return 'modifier', animal[:-2], colour
-  return 'noun', animal, colour
+  """Independent parse of a word by its spelling: ('verb'|'noun'|'modifier', stem, colour)."""
+  stem, colour = word.rsplit('-', 1)
+  if stem in ('sees', 'likes', 'finds', 'meets', 'feeds', 'hears', 'helps', 'calls'):
+    return 'verb', stem, colour
+  if stem.endswith("'s"):
+    return 'modifier', stem[:-2], colour
+  return 'noun', stem, colour
 
 
 def _words(task, split):
@@ -60,30 +60,31 @@ def _crossing(heads):
   return any(a < c < b < d for a, b in arcs for c, d in arcs)
 
 
-def _tree_by_rule(words, same_side=True):
-  """The planted tree re-derived from the grammar's rules (same_side=False: the distractor noun)."""
+def _tree_by_rule(words, nearest=True):
+  """The planted tree re-derived from the grammar's rules, by sorting each word's candidates.
+
+  nearest=False attaches every noun and modifier to its FARTHER candidate (the distractor).
+  """
   parsed = [_split_word(w) for w in words]
-  verb = [i for i, p in enumerate(parsed) if p[0] == 'verb'][0]
+  verbs = [i for i, p in enumerate(parsed) if p[0] == 'verb']
   heads = []
-  for i, (kind, animal, _) in enumerate(parsed):
+  for i, (kind, stem, _) in enumerate(parsed):
     if kind == 'verb':
-      heads.append(-1)
-    elif kind == 'noun':
-      heads.append(verb)
-    else:
-      nouns = [j for j, p in enumerate(parsed) if p[0] == 'noun' and p[1] == animal]
-      if len(nouns) == 2:  # a pair: the noun on the rule's side of the verb
-        nouns = [j for j in nouns if ((j < verb) == (i < verb)) == same_side]
-      assert len(nouns) == 1, (words, i)
-      heads.append(nouns[0])
+      heads.append(-1 if i == verbs[0] else verbs[0])
+      continue
+    candidates = verbs if kind == 'noun' else [
+        j for j, p in enumerate(parsed) if p[0] == 'noun' and p[1] == stem]
+    assert len(candidates) == 2, (words, i)
+    by_distance = sorted(candidates, key=lambda j: abs(j - i))
+    assert abs(by_distance[0] - i) != abs(by_distance[1] - i), ('tie', words, i)
+    heads.append(by_distance[0] if nearest else by_distance[1])
   return np.array(heads)
 
 
 def _matches(words, heads):
-  """Independent label rule: how many modifiers have the colour of their head noun."""
+  """Independent label rule: how many words have the colour of their head."""
   parsed = [_split_word(w) for w in words]
-  return sum(p[0] == 'modifier' and parsed[h][0] == 'noun' and parsed[h][2] == p[2]
-             for p, h in zip(parsed, heads))
+  return sum(h >= 0 and parsed[h][2] == p[2] for p, h in zip(parsed, heads))
 
 
 @pytest.fixture(scope='module')
@@ -95,9 +96,9 @@ def test_registered_and_batched(task):
   assert 'synthetic_trees' in data.names()
   assert task.kind == 'sentence' and task.label_names == ['no_match', 'match']
   assert {k: len(v) for k, v in task.splits.items()} == {'train': 3000, 'validation': 50, 'test': 1000}
-  assert len(task.vocab) == 2 + 4 + 2 * 8 * 4  # pad, unk, verbs, nouns, modifiers
+  assert len(task.vocab) == 2 + 4 * (4 + 2 * 8)  # pad, unk, coloured verbs, nouns, modifiers
   batch = next(task.splits['validation'].batches(16, shuffle=False))
-  assert batch['tokens'].shape == batch['heads'].shape == (16, 13)
+  assert batch['tokens'].shape == batch['heads'].shape == (16, 14)
   assert batch['tokens'].dtype == np.int32 and batch['heads'].dtype == np.int32
   for row, length in zip(batch['heads'], batch['lengths']):
     assert _is_tree(row[:length]) and np.all(row[length:] == -1)
@@ -111,16 +112,17 @@ def test_trees_valid_and_recoverable_from_tokens(task):
     np.testing.assert_array_equal(_tree_by_rule(w), heads)
     np.testing.assert_array_equal(synthetic.planted_heads(w), heads)
     np.testing.assert_array_equal(task.vocab.encode(w), example['tokens'])
-    # Every animal is a pair of nouns of different colours, one on each side of the verb.
+    # Two verbs of different colours; every animal a pair of nouns of different colours.
     parsed = [_split_word(x) for x in w]
-    verb = [i for i, p in enumerate(parsed) if p[0] == 'verb'][0]
+    assert sum(p[0] == 'verb' for p in parsed) == 2 == len({p[2] for p in parsed if p[0] == 'verb'})
     nouns = collections.defaultdict(list)
-    for i, p in enumerate(parsed):
+    for p in parsed:
       if p[0] == 'noun':
-        nouns[p[1]].append((i < verb, p[2]))
-    assert all(len(v) == 2 and v[0][0] != v[1][0] and v[0][1] != v[1][1] for v in nouns.values()), w
+        nouns[p[1]].append(p[2])
+    assert all(len(v) == 2 and v[0] != v[1] for v in nouns.values()), w
+    assert any(p[0] == 'modifier' for p in parsed)
     lengths.add(len(w))
-  assert lengths == set(range(4, 14))
+  assert lengths == set(range(5, 15))
   # Non-projective trees are common (free word order), so the data exercises Chu-Liu-Edmonds.
   assert np.mean([_crossing(e['heads']) for e in task.splits['train'].examples]) > 0.3
 
@@ -128,39 +130,17 @@ def test_trees_valid_and_recoverable_from_tokens(task):
 def test_labels_balanced_and_read_off_the_gold_tree(task):
   labels = np.array([e['label'] for e in task.splits['train'].examples])
   assert 0.45 < labels.mean() < 0.55
-  for w, e in zip(_words(task, 'train'), task.splits['train'].examples):
+  words = _words(task, 'train')
+  for w, e in zip(words, task.splits['train'].examples):
     assert synthetic.label_from_tree(w, e['heads']) == e['label'] == int(_matches(w, e['heads']) > 0)
-  # The rule needs the RIGHT head: on the tree that attaches every modifier to the other noun of its
-  # class (the distractor across the verb) it is wrong on most sentences.
-  distractor = [int(_matches(w, _tree_by_rule(w, same_side=False)) > 0) for w in _words(task, 'train')]
-  assert np.mean(np.array(distractor) == labels) < 0.5
-
-
-def test_head_side_across():
-  task = data.load(_config(num_train=400, num_dev=5, num_test=5, head_side='across'))
-  crossing = []
-  for w, e in zip(_words(task, 'train'), task.splits['train'].examples):
-    np.testing.assert_array_equal(_tree_by_rule(w, same_side=False), e['heads'])
-    np.testing.assert_array_equal(synthetic.planted_heads(w, 'across'), e['heads'])
-    assert _is_tree(e['heads']) and e['label'] == int(_matches(w, e['heads']) > 0)
-    crossing.append(_crossing(e['heads']))
-  assert 0.4 < np.mean([e['label'] for e in task.splits['train'].examples]) < 0.6
-  assert np.mean(crossing) > 0.5  # every modifier's arc spans the verb
-
-
-def test_single_nouns_with_pair_rate():
-  task = data.load(_config(num_train=600, num_dev=5, num_test=5, pair_rate=0.5))
-  singles = 0
-  for w, e in zip(_words(task, 'train'), task.splits['train'].examples):
-    np.testing.assert_array_equal(_tree_by_rule(w), e['heads'])
-    assert _is_tree(e['heads']) and e['label'] == int(_matches(w, e['heads']) > 0)
-    animals = collections.Counter(p[1] for p in map(_split_word, w) if p[0] == 'noun')
-    assert set(animals.values()) <= {1, 2}
-    singles += sum(v == 1 for v in animals.values())
-    if e['label'] == 0:  # a modifier of a single noun never has its colour then
-      assert synthetic.label_from_tree(w, e['heads']) == 0
-  assert singles > 200
-  assert 0.4 < np.mean([e['label'] for e in task.splits['train'].examples]) < 0.6
+  # The rule needs the RIGHT heads. Read off other trees, the label is often wrong: the distractor
+  # tree (every noun and modifier on its farther candidate) is below chance, and a neighbour
+  # (left or right: the 'nearest word' heuristic) is little better than chance.
+  def accuracy(tree):
+    return np.mean([int(_matches(w, tree(w)) > 0) == y for w, y in zip(words, labels)])
+  assert accuracy(lambda w: _tree_by_rule(w, nearest=False)) < 0.5
+  assert accuracy(lambda w: np.arange(len(w)) - 1) < 0.65
+  assert accuracy(lambda w: np.where(np.arange(1, len(w) + 1) < len(w), np.arange(1, len(w) + 1), -1)) < 0.65
 
 
 def _logistic_regression(x, y, l2=1e-2):
@@ -210,8 +190,8 @@ def test_bag_of_words_classifiers_are_near_chance(task):
 
 def test_label_independent_of_the_bag_exactly():
   """A small grammar where bags repeat: per bag, the label is a fair coin (chi-square test)."""
-  sizes = dict(num_keys=2, num_colours=3, num_verbs=1, max_pairs=1, max_modifiers=2, min_length=4,
-               max_length=5)
+  sizes = dict(num_keys=2, num_colours=3, num_verbs=1, max_pairs=1, max_modifiers=2, min_length=5,
+               max_length=6)
   rng = np.random.default_rng(0)
   table = collections.defaultdict(lambda: [0, 0])
   for _ in range(3000):
@@ -259,28 +239,28 @@ def test_bad_config_is_an_error():
     synthetic.validate_config(_config(min_length=11, max_length=9))
   with pytest.raises(ValueError, match='config.data.min_length'):
     synthetic.validate_config(_config(min_length=30, max_length=40))
-  for rate in (0.0, 1.5):
-    with pytest.raises(ValueError, match='config.data.pair_rate'):
-      synthetic.validate_config(_config(pair_rate=rate))
-  with pytest.raises(ValueError, match='config.data.head_side'):
-    synthetic.validate_config(_config(head_side='left'))
-  with pytest.raises(ValueError, match='head_side'):
-    synthetic.planted_heads(['cat-red', 'sees', 'cat-blue'], 'left')
-  # A single noun of its class is the head of a modifier wherever it stands.
-  np.testing.assert_array_equal(synthetic.planted_heads(["cat's-red", 'cat-red', 'sees'], 'across'),
-                                [1, 2, -1])
+  with pytest.raises(ValueError, match='config.data.bucket_boundaries'):
+    synthetic.validate_config(_config(bucket_boundaries=(8, 4)))
   with pytest.raises(ValueError, match='label'):
     synthetic.generate_sentence(np.random.default_rng(0), label=2, **SIZES)
-  with pytest.raises(ValueError, match='not a word'):
-    synthetic.planted_heads(['cat-red', 'sees', 'purple'])
-  with pytest.raises(ValueError, match='exactly one verb'):
-    synthetic.planted_heads(['cat-red', 'sees', 'cat-blue', 'likes'])
-  with pytest.raises(ValueError, match="no noun 'dog'"):
-    synthetic.planted_heads(['cat-red', "dog's-red", 'sees', 'cat-blue'])
-  with pytest.raises(ValueError, match='same side'):
-    synthetic.planted_heads(['cat-red', 'cat-blue', 'sees'])
+  with pytest.raises(ValueError, match="'purple' is not a word"):
+    synthetic.planted_heads(['cat-red', 'sees-blue', 'purple'])
+  with pytest.raises(ValueError, match='no verb'):
+    synthetic.planted_heads(['cat-red', "cat's-blue"])
+  with pytest.raises(ValueError, match='no noun of its animal'):
+    synthetic.planted_heads(['cat-red', "dog's-red", 'sees-blue', 'cat-blue'])
+  with pytest.raises(ValueError, match='equally near'):  # the noun between the two verbs
+    synthetic.planted_heads(['sees-red', 'cat-red', 'likes-blue', "cat's-red"])
+  with pytest.raises(ValueError, match='heads of shape'):
+    synthetic.label_from_tree(['sees-red', 'cat-red'], [-1])
+  # A hand-made sentence: nouns on the nearest verb, the modifier on the nearest noun of its animal.
+  words = ['cat-red', 'sees-red', "cat's-blue", 'dog-gold', 'likes-blue', 'cat-blue']
+  np.testing.assert_array_equal(synthetic.planted_heads(words), [1, -1, 0, 4, 1, 4])
+  assert synthetic.label_from_tree(words, [1, -1, 0, 4, 1, 4]) == 1  # cat-red on sees-red
+  assert synthetic.label_from_tree(words, [4, -1, 5, 4, 1, 1]) == 1  # cat's-blue on cat-blue
+  assert synthetic.label_from_tree(words, [4, -1, 0, 1, 1, 1]) == 0
   # Names past the built-in lists are still parseable (larger vocabularies).
   words = synthetic.word_list(num_keys=20, num_colours=9, num_verbs=9)
-  assert len(set(words)) == len(words) == 9 + 2 * 20 * 9
-  assert [synthetic.parse_word(w) for w in ('k19-c8', "k19's-red", 'v8', "cat's-blue")] == [
-      ('noun', 19, 8), ('modifier', 19, 0), ('verb', 8, -1), ('modifier', 0, 1)]
+  assert len(set(words)) == len(words) == 9 * (9 + 2 * 20)
+  assert [synthetic.parse_word(w) for w in ('k19-c8', "k19's-red", 'v8-blue', "cat's-blue")] == [
+      ('noun', 19, 8), ('modifier', 19, 0), ('verb', 8, 1), ('modifier', 0, 1)]

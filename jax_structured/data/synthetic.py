@@ -3,33 +3,55 @@
 Registered as the data loader `synthetic_trees` (`config.data.name = 'synthetic_trees'`). Everything is
 generated here, deterministically from `config.data.seed`; nothing is downloaded.
 
-The grammar ("colour match")
-----------------------------
-A sentence has one verb (`sees`, `likes`, ...) and one to `max_pairs` noun PAIRS: the two nouns of a
-pair are the same animal (its class, `cat`) in two different colours (`cat-red`, `cat-blue`), one
-before the verb (a *subject*) and one after it (an *object*); different pairs are different animals.
-Modifiers (`cat's-gold`) agree in class with an animal of the sentence, carry a colour of their own
-and stand anywhere on either side of the verb. The planted tree is read off the tokens:
+The grammar ("nearest agreement")
+---------------------------------
+Words (every word has a colour, the last part of its spelling):
 
-* the verb hangs from ROOT (`heads = -1`);
-* every noun hangs from the verb;
-* every modifier hangs from the noun of ITS class on ITS side of the verb (the other noun of the class,
-  across the verb, is a distractor; nouns of other classes may have the modifier's colour too). The
-  trees are often non-projective (modifiers and nouns of different classes interleave).
+* 2 VERBS (`sees-red`, `likes-blue`), of different colours;
+* 1 to `max_pairs` ANIMALS (`cat`, `dog`, ...), each as a PAIR of nouns of two different colours
+  (`cat-red`, `cat-gold`); different pairs are different animals;
+* modifiers (`cat's-pink`): 0 to `max_modifiers` per animal (at least one per sentence), each agreeing
+  with one animal and with a colour of its own.
 
-The label (`match` = 1) says whether SOME modifier has the same colour as its head noun. It is a
-pairwise property of the arcs of the planted tree: with the parent context p_i of Liu & Lapata
-(2018, eq. 16) a modifier that attends to its planted head sees the head's colour, so
-`r_i = tanh(W_r [e_i, p_i, c_i])` (eq. 18) can detect the match and max pooling over the words
-computes the existential. A BiLSTM alone has to remember, on each side of the verb, the colour of
-every animal and look it up at each modifier.
+The words stand in any order (a uniformly random permutation, see "Sampling"). The planted tree is
+read off the order, every word hanging from the NEAREST word of its head's kind that agrees with it:
 
-The bag of words says nothing about the label, for ANY classifier: the bag (verb, pairs and their
-colours, modifiers) is drawn first; a bag is kept only when some modifier has the colour of one of
-the two nouns of its class (otherwise only `match` = 0 were possible); then the label is a fair coin
-and the word order (which noun of each pair is the subject, on which side each modifier stands, the
-order within each side) is drawn uniformly among the orders with that label. So P(label | bag) = 1/2
-exactly: the same bag appears with both labels, equally often.
+* the first verb hangs from ROOT (`heads = -1`), the second verb from the first;
+* every noun hangs from the nearer of the two verbs;
+* every modifier hangs from the nearer of the two nouns of its animal.
+
+Orders where a noun is equally far from both verbs, or a modifier from both nouns of its animal, are
+never generated, so the tree is a function of the words' order. Trees are often non-projective.
+
+The label (`match` = 1) says whether SOME word has the colour of its head in the planted tree (verbs
+never match each other). Why each part is there:
+
+* Agreement (animal) with a DISTRACTOR: every modifier has two nouns of its animal, so knowing which
+  word it agrees with is not enough; the other noun usually has another colour and reading it gives
+  the wrong answer. Nouns choose between two verbs of different colours in the same way.
+* NEAREST, not adjacent: the head is the nearest word of the right kind, with other words in between
+  (nouns of other animals, modifiers, the other verb), so the "attach to a neighbour" heuristic gives
+  the wrong tree (and a label near chance, `tests/test_synthetic.py`).
+* Every noun and every modifier can carry the label, so a model that computes it must find the head of
+  (nearly) every word, not of a few: the induced trees are judged on all words (UAS).
+* The bag of words says nothing about the label, for ANY classifier (see "Sampling"), so order, i.e.
+  position, is the only information, and combining a word with its head the only way to use it.
+
+Under the default job's context-free encoder (`models.context_free`: each word's vector is computed
+from the word and its position alone), the only route from a word to its head is the attention:
+structured attention (Liu & Lapata 2018) gives word i its parent context p_i (eq. 16), and
+`r_i = tanh(W_r [e_i, p_i, c_i])` (eq. 18) can compare the two colours; max pooling over words
+computes the existential. The arc scores need only each word's kind, animal and position (agreement
+plus a preference for near heads), which the bilinear scorer of eqs. 8-10 can express.
+
+Sampling (why P(label | bag) = 1/2 exactly)
+-------------------------------------------
+The bag (verbs, animals, colours, modifiers) is drawn first, without looking at the label. Then
+uniformly random orders of the bag are drawn until one with label 0 and one with label 1 have been
+seen (orders with ties are skipped); a bag where this does not happen within `MAX_ORDER_TRIES` draws
+is dropped and redrawn (a decision that does not depend on the label either). Only then is the label
+a fair coin, and the sentence is the first order seen with that label: a uniformly random order of
+the bag conditioned on the label. So every bag appears with both labels, equally often.
 
 Examples follow `core` (kind 'sentence'): `{'tokens': int32[n], 'label': int, 'heads': int32[n]}`.
 """
@@ -50,8 +72,10 @@ KEY_NAMES = ('cat', 'dog', 'fox', 'owl', 'bee', 'elk', 'emu', 'yak', 'ant', 'bat
 COLOUR_NAMES = ('red', 'blue', 'green', 'gold', 'pink', 'grey', 'teal', 'plum')
 VERB_NAMES = ('sees', 'likes', 'finds', 'meets', 'feeds', 'hears', 'helps', 'calls')
 MODIFIER_SUFFIX = "'s"
-SUBJECT, OBJECT = 0, 1  # sides of the verb
-HEAD_SIDES = ('same', 'across')
+KINDS = ('verb', 'noun', 'modifier')
+VERBS_PER_SENTENCE = 2
+# Random orders tried per bag to find both labels (a bag without both is redrawn; see "Sampling").
+MAX_ORDER_TRIES = 100
 
 # Every key a `config.data` section of this loader may have, with its default.
 DEFAULTS: dict[str, Any] = {
@@ -61,17 +85,13 @@ DEFAULTS: dict[str, Any] = {
     'num_train': 2000,
     'num_dev': 300,            # examples of the 'validation' split
     'num_test': 300,
-    'min_length': 4,           # words per sentence (verb + 2 nouns per pair + modifiers)
-    'max_length': 13,
-    'max_pairs': 2,            # noun pairs (animals) per sentence: 1..max_pairs
-    'max_modifiers': 4,        # modifiers per pair: 0..max_modifiers (at least one per sentence)
+    'min_length': 5,           # words per sentence (2 verbs + 2 nouns per animal + modifiers)
+    'max_length': 14,
+    'max_pairs': 2,            # animals (noun pairs) per sentence: 1..max_pairs
+    'max_modifiers': 4,        # modifiers per animal: 0..max_modifiers (at least one per sentence)
     'num_keys': 8,             # animals (noun classes)
-    'num_colours': 4,          # >= 3, so a modifier can have a colour that neither noun of its pair has
-    'num_verbs': 4,            # vocabulary: num_verbs + 2 * num_keys * num_colours words
-    'pair_rate': 1.0,          # probability that an animal comes as a PAIR of nouns (the
-                               # distractor across the verb) rather than a single noun
-    'head_side': 'same',       # a modifier's head: the noun of its class on the 'same' side of the
-                               # verb, or the one 'across' the verb
+    'num_colours': 4,          # >= 3: the two nouns of a pair differ, modifiers may match neither
+    'num_verbs': 4,            # vocabulary: num_colours * (num_verbs + 2 * num_keys) words
     'bucket_boundaries': (),   # padded lengths; empty: one bucket of max_length (one compile)
 }
 
@@ -95,8 +115,9 @@ def _index(names: Sequence[str], prefix: str, name: str) -> int:
   return -1
 
 
-def verb_name(v: int) -> str:
-  return _name(VERB_NAMES, 'v', v)
+def verb_name(verb: int, colour: int) -> str:
+  """'sees-red': verb `verb` in colour `colour`."""
+  return f'{_name(VERB_NAMES, "v", verb)}-{_name(COLOUR_NAMES, "c", colour)}'
 
 
 def noun_name(key: int, colour: int) -> str:
@@ -110,27 +131,31 @@ def modifier_name(key: int, colour: int) -> str:
 
 
 def word_list(num_keys: int, num_colours: int, num_verbs: int) -> list[str]:
-  """All words of the grammar: verbs, then nouns, then modifiers."""
-  return ([verb_name(v) for v in range(num_verbs)]
-          + [noun_name(k, c) for k in range(num_keys) for c in range(num_colours)]
-          + [modifier_name(k, c) for k in range(num_keys) for c in range(num_colours)])
+  """All words of the grammar: verbs, then nouns, then modifiers (each kind in every colour)."""
+  colours = range(num_colours)
+  return ([verb_name(v, c) for v in range(num_verbs) for c in colours]
+          + [noun_name(k, c) for k in range(num_keys) for c in colours]
+          + [modifier_name(k, c) for k in range(num_keys) for c in colours])
 
 
 def parse_word(word: str) -> tuple[str, int, int]:
-  """('verb', v, -1), ('noun', key, colour) or ('modifier', key, colour); ValueError otherwise."""
-  verb = _index(VERB_NAMES, 'v', word)
-  if verb >= 0:
-    return 'verb', verb, -1
-  animal, dash, colour_name = word.rpartition('-')
-  kind = 'noun'
-  if animal.endswith(MODIFIER_SUFFIX):
-    animal, kind = animal[:-len(MODIFIER_SUFFIX)], 'modifier'
-  key, colour = _index(KEY_NAMES, 'k', animal), _index(COLOUR_NAMES, 'c', colour_name)
-  if not dash or key < 0 or colour < 0:
-    raise ValueError(f'{word!r} is not a word of the {LOADER_NAME} grammar (verbs like '
-                     f"{VERB_NAMES[0]!r}, nouns like {noun_name(0, 0)!r}, modifiers like "
-                     f'{modifier_name(0, 0)!r})')
-  return kind, key, colour
+  """(kind, index, colour): ('verb', verb, colour), ('noun', animal, colour) or ('modifier', animal,
+  colour); ValueError naming the word otherwise."""
+  stem, dash, colour_name = word.rpartition('-')
+  colour = _index(COLOUR_NAMES, 'c', colour_name)
+  if dash and colour >= 0:
+    verb = _index(VERB_NAMES, 'v', stem)
+    if verb >= 0:
+      return 'verb', verb, colour
+    kind = 'noun'
+    if stem.endswith(MODIFIER_SUFFIX):
+      stem, kind = stem[:-len(MODIFIER_SUFFIX)], 'modifier'
+    key = _index(KEY_NAMES, 'k', stem)
+    if key >= 0:
+      return kind, key, colour
+  raise ValueError(f'{word!r} is not a word of the {LOADER_NAME} grammar (verbs like '
+                   f'{verb_name(0, 0)!r}, nouns like {noun_name(0, 0)!r}, modifiers like '
+                   f'{modifier_name(0, 0)!r})')
 
 
 def validate_config(config) -> dict[str, Any]:
@@ -164,178 +189,220 @@ def validate_config(config) -> dict[str, Any]:
                      f'{cfg["max_pairs"]} (the pairs of a sentence are different animals)')
   if int(cfg['num_colours']) < 3:
     raise ValueError(f'config.data.num_colours={cfg["num_colours"]} must be >= 3 (the two nouns of a '
-                     'pair differ in colour, and modifiers also take colours matching neither)')
+                     'pair and the two verbs differ in colour, and modifiers also take colours '
+                     'matching neither noun)')
   lo, hi = int(cfg['min_length']), int(cfg['max_length'])
-  longest = 1 + int(cfg['max_pairs']) * (2 + int(cfg['max_modifiers']))
+  shortest = VERBS_PER_SENTENCE + 3
+  longest = VERBS_PER_SENTENCE + int(cfg['max_pairs']) * (2 + int(cfg['max_modifiers']))
   if hi < lo:
     raise ValueError(f'config.data.max_length={hi} must be >= config.data.min_length={lo}')
-  if hi < 4 or lo > longest:
-    raise ValueError(f'config.data.min_length={lo} / max_length={hi}: sentences have between 4 '
-                     f'and {longest} words (verb, 2 nouns per pair, >= 1 modifier)')
+  if hi < shortest or lo > longest:
+    raise ValueError(f'config.data.min_length={lo} / max_length={hi}: sentences have between '
+                     f'{shortest} and {longest} words (2 verbs, 2 nouns per animal, >= 1 modifier; '
+                     'the longest set by config.data.max_pairs and max_modifiers)')
   boundaries = tuple(int(b) for b in cfg['bucket_boundaries'])
   if boundaries and (list(boundaries) != sorted(set(boundaries)) or boundaries[0] < 1):
     raise ValueError(f'config.data.bucket_boundaries={boundaries} must be increasing positive ints')
-  if not 0.0 < float(cfg['pair_rate']) <= 1.0:
-    raise ValueError(f'config.data.pair_rate={cfg["pair_rate"]} must be in (0, 1] (label 0 needs '
-                     'pairs: without a distractor every colour coincidence is a match)')
-  if cfg['head_side'] not in HEAD_SIDES:
-    raise ValueError(f'config.data.head_side={cfg["head_side"]!r}; valid: {HEAD_SIDES}')
   cfg['bucket_boundaries'] = boundaries or (hi,)
   return cfg
 
 
-def _sample_bag(rng: np.random.Generator, *, label: int, num_keys: int, num_colours: int,
-                num_verbs: int, max_pairs: int, max_modifiers: int, min_length: int, max_length: int,
-                pair_rate: float):
-  """The order-free content of a sentence: (verb, keys [A], noun_colours, modifiers).
+def _tree(kinds: np.ndarray, keys: np.ndarray) -> np.ndarray | None:
+  """The planted tree of parsed words, or None when a head is not unique (a tie in distance).
 
-  `noun_colours[a]` lists the colours of the nouns of animal `a` (two different ones for a pair, one
-  for a single noun); `modifiers` is a list of (animal index, colour). Redrawn until the length fits
-  and the bag has a word order with label `label`: some modifier of a pair has the colour of a noun
-  of its pair (label 1 possible; without one only label 0 would be, and such bags are never used),
-  and, for label 0, no modifier of a single noun has its colour (that would force label 1). With
-  `pair_rate` 1 the bag does not depend on `label`.
+  Args:
+    kinds: int [n], index into KINDS (0 verb, 1 noun, 2 modifier).
+    keys: int [n], the animal of nouns and modifiers (unused for verbs).
+
+  Returns:
+    heads int32 [n] (-1 = ROOT), or None on a tie.
+
+  Raises:
+    ValueError: no verb, or a modifier without a noun of its animal.
   """
+  n = len(kinds)
+  positions = np.arange(n)
+  verbs = positions[kinds == 0]
+  if len(verbs) == 0:
+    raise ValueError('no verb')
+  heads = np.empty(n, np.int32)
+  heads[verbs[0]] = -1
+  heads[verbs[1:]] = verbs[0]
+  for m in positions[kinds > 0]:
+    if kinds[m] == 1:
+      candidates = verbs
+    else:
+      candidates = positions[(kinds == 1) & (keys == keys[m])]
+      if len(candidates) == 0:
+        raise ValueError(f'modifier at {m} has no noun of its animal')
+    distance = np.abs(candidates - m)
+    nearest = distance == distance.min()
+    if nearest.sum() > 1:
+      return None
+    heads[m] = candidates[nearest][0]
+  return heads
+
+
+def _parse(words: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(kinds, keys, colours) int arrays [n] of the words (`parse_word`)."""
+  parsed = [parse_word(w) for w in words]
+  return (np.array([KINDS.index(p[0]) for p in parsed], np.int64).reshape(-1),
+          np.array([p[1] for p in parsed], np.int64).reshape(-1),
+          np.array([p[2] for p in parsed], np.int64).reshape(-1))
+
+
+def planted_heads(words: Sequence[str]) -> np.ndarray:
+  """Recovers the planted tree from the token sequence alone (the grammar is deterministic).
+
+  Rules (module docstring): the first verb hangs from ROOT, other verbs from the first; every noun
+  from the nearest verb; every modifier from the nearest noun of its animal.
+
+  Args:
+    words: a sentence of the grammar.
+
+  Returns:
+    heads int32[n] (-1 = ROOT).
+
+  Raises:
+    ValueError: if the words do not form a sentence of the grammar (a word not of the grammar, no
+      verb, a modifier without a noun of its animal, two candidate heads equally near).
+  """
+  kinds, keys, _ = _parse(words)
+  try:
+    heads = _tree(kinds, keys)
+  except ValueError as e:
+    raise ValueError(f'not a sentence of the {LOADER_NAME} grammar: {e}: {list(words)}') from None
+  if heads is None:
+    raise ValueError(f'not a sentence of the {LOADER_NAME} grammar: a word is equally near to two '
+                     f'candidate heads: {list(words)}')
+  return heads
+
+
+def _label(colours: np.ndarray, heads: np.ndarray) -> int:
+  attached = heads >= 0
+  return int(np.any(colours[attached] == colours[heads[attached]]))
+
+
+def label_from_tree(words: Sequence[str], heads: np.ndarray) -> int:
+  """The label read off a tree: 1 iff some word hangs from a word of the same colour.
+
+  Works for any `heads` (e.g. induced trees, -1 = ROOT), not only the planted one.
+  """
+  heads = np.asarray(heads)
+  if heads.shape != (len(words),):
+    raise ValueError(f'heads of shape {heads.shape} for {len(words)} words')
+  return _label(_parse(words)[2], heads)
+
+
+def _sample_bag(rng: np.random.Generator, *, num_keys: int, num_colours: int, num_verbs: int,
+                max_pairs: int, max_modifiers: int, min_length: int, max_length: int,
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """The order-free content of a sentence, as int arrays [n] (kinds, index, colours) in a canonical
+  order: 2 verbs of different colours (index: the verb), then for each of 1..max_pairs animals
+  (index: the animal) its 2 nouns of different colours and its modifiers. Redrawn until the length
+  is in [min_length, max_length] and there is at least one modifier."""
   while True:
     num_animals = int(rng.integers(1, max_pairs + 1))
-    paired = rng.random(num_animals) < pair_rate
     counts = rng.integers(0, max_modifiers + 1, num_animals)
-    length = 1 + num_animals + int(paired.sum()) + int(counts.sum())
-    if not min_length <= length <= max_length or counts.sum() == 0:
-      continue
-    keys = rng.choice(num_keys, num_animals, replace=False)
-    noun_colours = [[int(c) for c in rng.choice(num_colours, 2 if paired[a] else 1, replace=False)]
-                    for a in range(num_animals)]
-    modifiers = [(a, int(rng.integers(num_colours))) for a in range(num_animals)
-                 for _ in range(int(counts[a]))]
-    verb = int(rng.integers(num_verbs))
-    open_choice = any(paired[a] and c in noun_colours[a] for a, c in modifiers)
-    forced_match = any(not paired[a] and c in noun_colours[a] for a, c in modifiers)
-    if (open_choice or forced_match) and not (label == 0 and forced_match):
-      return verb, keys, noun_colours, modifiers
+    length = VERBS_PER_SENTENCE + 2 * num_animals + int(counts.sum())
+    if min_length <= length <= max_length and counts.sum() > 0:
+      break
+  kinds = [np.zeros(VERBS_PER_SENTENCE, np.int64)]
+  index = [rng.integers(num_verbs, size=VERBS_PER_SENTENCE)]
+  colours = [rng.choice(num_colours, VERBS_PER_SENTENCE, replace=False)]
+  for a, key in enumerate(rng.choice(num_keys, num_animals, replace=False)):
+    kinds.append(np.array([1, 1] + [2] * int(counts[a])))
+    index.append(np.full(2 + int(counts[a]), key))
+    colours += [rng.choice(num_colours, 2, replace=False), rng.integers(num_colours, size=counts[a])]
+  return (np.concatenate(kinds), np.concatenate(index).astype(np.int64),
+          np.concatenate(colours).astype(np.int64))
+
+
+def _candidates(kinds: np.ndarray, keys: np.ndarray) -> np.ndarray:
+  """int [n, 2]: the two candidate heads (indices into the words) of every word of a generated bag:
+  the two verbs for a noun, the two nouns of its animal for a modifier (-1, -1 for a verb)."""
+  verbs = np.flatnonzero(kinds == 0)
+  out = np.full((len(kinds), 2), -1, np.int64)
+  for m in np.flatnonzero(kinds > 0):
+    out[m] = verbs if kinds[m] == 1 else np.flatnonzero((kinds == 1) & (keys == keys[m]))
+  return out
+
+
+def _orders_with_both_labels(rng: np.random.Generator, kinds: np.ndarray, keys: np.ndarray,
+                             colours: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]] | None:
+  """{label: (order, heads)}: the first uniformly random order of a bag seen with each label (orders
+  with ties skipped) and its planted tree; None when both labels were not seen within
+  MAX_ORDER_TRIES orders.
+
+  The orders are drawn in one batch and evaluated together: every word of a generated bag has exactly
+  two candidate heads (`_candidates`); the nearer one in the order is its head.
+
+  Args:
+    rng: consumed.
+    kinds, keys, colours: int [n], the bag (`_sample_bag`).
+
+  Returns:
+    order int [n] (word i of the sentence is bag word order[i]) and heads int32 [n] in sentence
+    positions (-1 = ROOT).
+  """
+  n = len(kinds)
+  candidates = _candidates(kinds, keys)
+  dependents = np.flatnonzero(kinds > 0)
+  orders = np.argsort(rng.random((MAX_ORDER_TRIES, n)), axis=1)  # [K, n] uniform orders
+  position = np.argsort(orders, axis=1)  # position[k, i]: where bag word i stands in order k
+  here = position[:, dependents]  # [K, d]
+  distance = [np.abs(here - position[:, candidates[dependents, j]]) for j in (0, 1)]
+  valid = np.all(distance[0] != distance[1], axis=1)  # no ties
+  head = np.where(distance[0] < distance[1], candidates[dependents, 0], candidates[dependents, 1])
+  labels = np.any(colours[head] == colours[dependents], axis=1).astype(int)
+  found = {}
+  for label in (0, 1):
+    hits = np.flatnonzero(valid & (labels == label))
+    if len(hits) == 0:
+      return None
+    k = hits[0]
+    bag_heads = np.full(n, -1, np.int64)  # in bag indices; verbs: the first verb is the root
+    bag_heads[dependents] = head[k]
+    first_verb, second_verb = sorted(range(VERBS_PER_SENTENCE), key=lambda v: position[k, v])
+    bag_heads[second_verb] = first_verb
+    heads = np.where(bag_heads[orders[k]] >= 0, position[k, bag_heads[orders[k]]], -1)
+    found[label] = (orders[k], heads.astype(np.int32))
+  return found
+
+
+def _words(kinds: np.ndarray, index: np.ndarray, colours: np.ndarray) -> list[str]:
+  names = (verb_name, noun_name, modifier_name)
+  return [names[k](int(i), int(c)) for k, i, c in zip(kinds, index, colours)]
 
 
 def generate_sentence(rng: np.random.Generator, *, label: int, num_keys: int, num_colours: int,
                       num_verbs: int, max_pairs: int, max_modifiers: int, min_length: int,
-                      max_length: int, head_side: str = 'same', pair_rate: float = 1.0,
-                      ) -> tuple[list[str], np.ndarray]:
-  """Samples one sentence of the colour-match grammar with the given label (module docstring).
+                      max_length: int) -> tuple[list[str], np.ndarray]:
+  """Samples one sentence of the nearest-agreement grammar with the given label (module docstring).
 
-  The bag of words is drawn first (`_sample_bag`; independently of `label` when `pair_rate` is 1).
-  Then the word order is drawn uniformly among the orders with that label: the orientation of each
-  pair (which of its nouns is the subject), the side of each single noun and of each modifier are
-  fair coins, conditioned on the label (label 0: every modifier with a colour of its pair stands
-  where its head is the OTHER noun of the pair, by construction; label 1: redrawn until some
-  modifier has the colour of its head, probability >= 1/2 per draw); the order within each side is
-  a uniform permutation.
+  The bag of words and the orders tried do not depend on `label` (the same `rng` state gives the
+  same bag for both labels); the sentence is the first random order of the bag with that label.
 
   Args:
     rng: numpy random generator (consumed).
-    label: 1 (some modifier matches its head's colour) or 0 (none does).
+    label: 1 (some word has the colour of its head) or 0 (none has).
     num_keys, num_colours, num_verbs, max_pairs, max_modifiers, min_length, max_length: grammar
       sizes (see `DEFAULTS`).
-    head_side: 'same' or 'across' (see `planted_heads`).
-    pair_rate: probability that an animal comes as a pair of nouns rather than a single noun.
 
   Returns:
     (words: list of str, heads: int32[n] with the planted tree, -1 = ROOT).
   """
   if label not in (0, 1):
     raise ValueError(f'label={label!r} must be 0 or 1')
-  if head_side not in HEAD_SIDES:
-    raise ValueError(f'head_side={head_side!r}; valid: {HEAD_SIDES}')
-  across = int(head_side == 'across')  # a modifier on side s has its head on side s ^ across
-  verb, keys, noun_colours, modifiers = _sample_bag(
-      rng, label=label, num_keys=num_keys, num_colours=num_colours, num_verbs=num_verbs,
-      max_pairs=max_pairs, max_modifiers=max_modifiers, min_length=min_length,
-      max_length=max_length, pair_rate=pair_rate)
-  num_animals = len(keys)
   while True:
-    first_side = rng.integers(0, 2, num_animals)  # the side of the first noun of each animal
-    sides = rng.integers(0, 2, len(modifiers))
-    # noun_side[a][j]: the side of noun j of animal a (a pair's second noun is across the verb).
-    noun_side = [[int(first_side[a]), 1 - int(first_side[a])][:len(noun_colours[a])]
-                 for a in range(num_animals)]
-
-    def head_noun(a, side):  # index j of the head noun of a modifier of animal a on `side`
-      return noun_side[a].index(side ^ across) if side ^ across in noun_side[a] else 0
-
-    if label == 0:
-      for i, (a, c) in enumerate(modifiers):
-        if len(noun_colours[a]) == 2 and c in noun_colours[a]:  # head: the other noun of the pair
-          sides[i] = noun_side[a][1 - noun_colours[a].index(c)] ^ across
-    matched = any(noun_colours[a][head_noun(a, int(s))] == c for (a, c), s in zip(modifiers, sides))
-    if int(matched) == label:
+    kinds, index, colours = _sample_bag(
+        rng, num_keys=num_keys, num_colours=num_colours, num_verbs=num_verbs, max_pairs=max_pairs,
+        max_modifiers=max_modifiers, min_length=min_length, max_length=max_length)
+    found = _orders_with_both_labels(rng, kinds, np.where(kinds > 0, index, -1), colours)
+    if found is not None:
       break
-  units = [[], []]
-  for a in range(num_animals):
-    for j, colour in enumerate(noun_colours[a]):
-      units[noun_side[a][j]].append(noun_name(int(keys[a]), colour))
-  for (a, c), s in zip(modifiers, sides):
-    units[int(s)].append(modifier_name(int(keys[a]), c))
-  words = ([units[SUBJECT][i] for i in rng.permutation(len(units[SUBJECT]))] + [verb_name(verb)]
-           + [units[OBJECT][i] for i in rng.permutation(len(units[OBJECT]))])
-  return words, planted_heads(words, head_side)
-
-
-def planted_heads(words: Sequence[str], head_side: str = 'same') -> np.ndarray:
-  """Recovers the planted tree from the token sequence alone (the grammar is deterministic).
-
-  Rules: the verb hangs from ROOT, every noun from the verb, every modifier from the noun of its
-  class (animal) on its side of the verb (`head_side='same'`) or on the other side ('across'), or
-  from the only noun of its class when there is one noun of its class.
-
-  Args:
-    words: a sentence of the grammar.
-    head_side: 'same' or 'across' (`config.data.head_side`).
-
-  Returns:
-    heads int32[n] (-1 = ROOT).
-
-  Raises:
-    ValueError: if the words do not form a sentence of the grammar (not exactly one verb, an animal
-      twice on one side of the verb, a modifier without a noun of its class).
-  """
-  if head_side not in HEAD_SIDES:
-    raise ValueError(f'head_side={head_side!r}; valid: {HEAD_SIDES}')
-  parsed = [parse_word(w) for w in words]
-  verbs = [i for i, (kind, _, _) in enumerate(parsed) if kind == 'verb']
-  if len(verbs) != 1:
-    raise ValueError(f'a sentence needs exactly one verb, got {len(verbs)}: {list(words)}')
-  verb = verbs[0]
-  nouns: dict[tuple[int, int], int] = {}  # (side, key) -> position
-  for i, (kind, key, _) in enumerate(parsed):
-    if kind == 'noun':
-      side = SUBJECT if i < verb else OBJECT
-      if (side, key) in nouns:
-        raise ValueError(f'two nouns of class {_name(KEY_NAMES, "k", key)!r} on the same side of the '
-                         f'verb (at {nouns[side, key]} and {i}): {list(words)}')
-      nouns[side, key] = i
-  heads = np.full((len(words),), verb, np.int32)
-  heads[verb] = -1
-  for i, (kind, key, _) in enumerate(parsed):
-    if kind == 'modifier':
-      side = (SUBJECT if i < verb else OBJECT) ^ int(head_side == 'across')
-      if (side, key) not in nouns and (1 - side, key) in nouns:
-        side = 1 - side  # the only noun of its class
-      if (side, key) not in nouns:
-        raise ValueError(f'modifier {words[i]!r} at {i} has no noun {_name(KEY_NAMES, "k", key)!r} '
-                         f'to agree with: {list(words)}')
-      heads[i] = nouns[side, key]
-  return heads
-
-
-def label_from_tree(words: Sequence[str], heads: np.ndarray) -> int:
-  """The label read off a tree: 1 iff some modifier hangs from a noun of the same colour.
-
-  Works for any `heads` (e.g. induced trees), not only the planted one.
-  """
-  parsed = [parse_word(w) for w in words]
-  for m, h in enumerate(np.asarray(heads)):
-    if h >= 0 and parsed[m][0] == 'modifier' and parsed[int(h)][0] == 'noun' \
-        and parsed[int(h)][2] == parsed[m][2]:
-      return 1
-  return 0
+  order, heads = found[label]
+  return _words(kinds[order], index[order], colours[order]), heads
 
 
 def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str, Any]
@@ -354,8 +421,6 @@ def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str
   rng = np.random.default_rng([int(seed), int(split_index)])
   sizes = {k: int(cfg[k]) for k in ('num_keys', 'num_colours', 'num_verbs', 'max_pairs',
                                     'max_modifiers', 'min_length', 'max_length')}
-  sizes['head_side'] = str(cfg['head_side'])
-  sizes['pair_rate'] = float(cfg['pair_rate'])
   out = []
   for _ in range(num_examples):
     label = int(rng.integers(2))

@@ -85,13 +85,15 @@ class StructuredAttention(nn.Module):
   shared_features: bool = False
 
   @nn.compact
-  def __call__(self, hidden: jax.Array, lengths: jax.Array, *, sow_prefix: str = '',
-               sow_splits: Sequence[tuple[str, int]] = ()) -> jax.Array:
+  def __call__(self, hidden: jax.Array, lengths: jax.Array, *, arc_bias: jax.Array | None = None,
+               sow_prefix: str = '', sow_splits: Sequence[tuple[str, int]] = ()) -> jax.Array:
     """Updates BiLSTM outputs with structured attention.
 
     Args:
       hidden: h [..., n, 2H] BiLSTM outputs (forward half first), any leading batch shape.
       lengths: int [...], number of real words (0 allowed: an empty sequence gives zeros).
+      arc_bias: optional float [..., n, n] (or broadcastable) added to the arc scores f_ij of eq. 10
+        before normalisation, e.g. a distance penalty (`models.context_free`); sown scores include it.
       sow_prefix: prefix of the sown names, e.g. 'sentence_' or 'document_'.
       sow_splits: for inputs that stack several texts along the first axis: ((prefix, rows), ...)
         sows rows [0, rows_0) under prefix_0, the next rows_1 rows under prefix_1, ... (instead of
@@ -119,6 +121,8 @@ class StructuredAttention(nn.Module):
     bilinear = self.param('bilinear', nn.initializers.lecun_normal(), (k_s, k_s))
     arc_scores = jnp.einsum('...id,de,...je->...ij', parent, bilinear.astype(parent.dtype),
                             child)  # f_ij, eq. 10
+    if arc_bias is not None:
+      arc_scores = arc_scores + jnp.asarray(arc_bias, arc_scores.dtype)
     root_scores = nn.Dense(1, use_bias=False, name='root')(structure)[..., 0]  # f_i^r, eq. 11
     arc_marginals, root_marginals = normalize(arc_scores, root_scores, lengths, self.normalizer,
                                               single_root=self.single_root)  # eqs. 12-15
