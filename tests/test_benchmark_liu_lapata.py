@@ -65,7 +65,7 @@ def test_config_loading_and_variants():
   config, source = liu_lapata.load_config(('no_such_config',), liu_lapata.paper_snli_config)
   assert 'paper' in source and config.model.hidden_size == 150 and config.optimizer.name == 'adagrad'
   config, source = liu_lapata.load_config(('default',), liu_lapata.paper_snli_config, package='configs')
-  assert source == 'configs/default.py' and config.model.name == 'liu_lapata.sentence_classifier'
+  assert source == 'configs/default.py' and config.model.name == 'classifier.sentence'
   base = liu_lapata.paper_document_config()
   variant = liu_lapata.variant_config(base, {'sentence_attention': 'none'}, {'hidden_size': 8})
   assert variant.model.sentence_attention == 'none' and variant.model.hidden_size == 8

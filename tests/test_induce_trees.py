@@ -103,10 +103,9 @@ def trained_run(tmp_path_factory):
   config = module.get_config()
   del config['variants']
   config.data.num_train, config.data.num_dev, config.data.num_test = 64, 16, 24
-  config.data.max_length = 11
   config.data.batch_size = 16
-  config.model.embedding_dim = config.model.hidden_size = 8
-  config.model.semantic_size = 4
+  config.model.embedding_dim = config.model.encoder.hidden_size = 8
+  config.model.encoder.semantic_size = 4
   config.model.mlp_hidden = 8
   config.train.num_steps = 4
   config.train.eval_every_steps = 4
