@@ -80,5 +80,12 @@ def get_config() -> ml_collections.ConfigDict:
       'none': {'model': {'encoder': {'attention': 'none'}}},
       'simple': {'model': {'encoder': {'attention': 'simple'}}},
       'structured': {'model': {'encoder': {'attention': 'structured'}}},
+      # The UAS upper bound: the biaffine tree-CRF parser (models/parser.py) trained ON the planted
+      # trees (the same sentences as a treebank), a BiLSTM that sees the order directly. It has no
+      # label: its rows report UAS / LAS only.
+      'parser': {'data': {'kind': 'parse'}, 'model': {
+          'name': 'parser.biaffine', 'loss': 'crf', 'single_root': True, 'num_tags': 0,
+          'tag_input': 'none', 'num_relations': len(synthetic.RELATION_NAMES) + 2, 'word_dim': 32, 'lstm_hidden': 32,
+          'lstm_layers': 1, 'arc_mlp': 32, 'label_mlp': 16, 'dropout': 0.0}},
   })
   return config

@@ -213,13 +213,14 @@ def with_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, An
     keys of its section, when the key does not exist in `config`.
   """
   out = ml_collections.ConfigDict(to_dict(config))
-  # An encoder section that the overrides give another encoder (`model.encoder.name`, or any section
-  # named '*encoder') is replaced, not merged: the old encoder's keys mean nothing to the new one, whose
-  # own keys `models.encoders.build` checks against its fields.
+  # A model or encoder section that the overrides give another model or encoder (`model.name`,
+  # `model.encoder.name`, or any section named '*encoder') is replaced, not merged: the old one's keys
+  # mean nothing to the new one, whose own keys the model / `models.encoders.build` check.
   replaced = []
   for dotted, value in overrides.items():
     parts = dotted.split('.')
-    if len(parts) < 2 or parts[-1] != 'name' or not parts[-2].endswith('encoder'):
+    if len(parts) < 2 or parts[-1] != 'name' or not (parts[-2].endswith('encoder')
+                                                      or dotted == 'model.name'):
       continue
     node = out
     for part in parts[:-2]:

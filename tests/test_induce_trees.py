@@ -139,6 +139,37 @@ def test_end_to_end_after_training(trained_run):
     assert json.load(f)['levels']['sentence']['num_trees'] == 24
 
 
+def test_the_default_jobs_parser_variant_draws_its_trees(tmp_path):
+  """The default job's 'parser' variant (the supervised tree-CRF parser on the planted trees): the
+  render hook draws its MST trees next to the planted ones; captions carry no predicted label (a
+  parser's outputs are a dict, its data has none); the drawn UAS is the trainer's."""
+  from jax_structured import config as config_lib  # pylint: disable=g-import-not-at-top
+  from jax_structured import training  # pylint: disable=g-import-not-at-top
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  spec = importlib.util.spec_from_file_location(
+      'default_config', os.path.join(os.path.dirname(__file__), '..', 'configs', 'default.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  base = module.get_config()
+  overrides = config_lib.flatten(base.variants.parser.to_dict())
+  del base['variants']
+  config = config_lib.with_overrides(base, overrides)
+  config.data.num_train, config.data.num_dev, config.data.num_test = 32, 8, 12
+  config.data.batch_size = 16
+  config.model.lstm_hidden = config.model.word_dim = 8
+  config.train.num_steps = config.train.eval_every_steps = 3
+  config.train.render_trees = 1
+  results = training.train_and_evaluate(config, str(tmp_path), induce_trees=induce.induce_trees)
+  level = results['induced_trees']['levels']['sentence']
+  assert level['num_trees'] == 12
+  assert level['uas'] == pytest.approx(100 * results['test']['uas'], abs=1e-3)
+  out = results['induced_trees']['output_dir']
+  with open(os.path.join(out, 'sentence_trees.conllu'), encoding='utf-8') as f:
+    captions = [line for line in f if line.startswith('# caption')]
+  assert len(captions) == 12 and captions[0].startswith('# caption = test example 0')
+  assert not any('predicted' in c or 'gold' in c for c in captions)
+
+
 def test_launcher_with_reference_file(trained_run, tmp_path, capsys):
   from absl import flags  # pylint: disable=g-import-not-at-top
   from launch import induce_trees as launcher  # pylint: disable=g-import-not-at-top

@@ -226,6 +226,29 @@ def test_deterministic_per_seed():
   assert _all_words(a)['train'] != _all_words(a)['test']
 
 
+def test_parse_kind_is_the_same_sentences_as_a_treebank():
+  """kind 'parse' (the default job's supervised-parser variant): the same words and planted heads as
+  kind 'sentence' for the same seed, tags = word kinds, relation 'root' exactly at the root, batched
+  as the universal_dependencies loader's parse examples are."""
+  sentences = data.load(_config(num_train=40, num_dev=5, num_test=5, seed=4))
+  treebank = data.load(_config(num_train=40, num_dev=5, num_test=5, seed=4, kind='parse'))
+  assert treebank.kind == 'parse' and treebank.label_names == []
+  tags, relations = treebank.extras['tag_vocab'], treebank.extras['relation_vocab']
+  assert treebank.extras['relation_names'] == list(relations.tokens)
+  for split in ('train', 'validation', 'test'):
+    for s, t in zip(sentences.splits[split].examples, treebank.splits[split].examples):
+      np.testing.assert_array_equal(s['tokens'], t['tokens'])
+      np.testing.assert_array_equal(s['heads'], t['heads'])
+      words = sentences.vocab.decode(s['tokens'])
+      assert tags.decode(t['tags']) == [_split_word(w)[0] for w in words]
+      assert relations.decode(t['relations']) == ['root' if h < 0 else 'dep' for h in s['heads']]
+      assert 'label' not in t
+  batch = next(treebank.splits['validation'].batches(4, shuffle=False))
+  assert {'tokens', 'tags', 'heads', 'relations', 'lengths'} <= set(batch)
+  with pytest.raises(ValueError, match="config.data.kind='pair'"):
+    synthetic.validate_config(_config(kind='pair'))
+
+
 def test_bad_config_is_an_error():
   with pytest.raises(ValueError, match='config.data.num_sentences'):
     synthetic.validate_config(ml_collections.ConfigDict(dict(synthetic.DEFAULTS, num_sentences=3)))

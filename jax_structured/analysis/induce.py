@@ -292,7 +292,10 @@ def induce_trees(workdir: str, split: str = 'test', *, num_pictures: int = 5,
     if not levels:
       raise ValueError(f'the model of {workdir} (config.model.name={config.model.name!r}) sowed no '
                        'arc_scores: trees are only induced for attention variants (not "none")')
-    predictions = np.asarray(jnp.argmax(logits, -1))
+    # Classifiers: the predicted label goes into each caption. A parser's outputs are a dict of
+    # scores, and its data has no label: captions name the example only.
+    predictions = (np.asarray(jnp.argmax(logits, -1))
+                   if trained.label_names and not isinstance(logits, Mapping) else None)
     index = np.asarray(batch['example_index'])
     for prefix, level in levels.items():
       heads = np.asarray(level['heads'])
@@ -323,7 +326,8 @@ def induce_trees(workdir: str, split: str = 'test', *, num_pictures: int = 5,
             f'{split} example {example}'
             + (f', sentence {row % per_row + 1}' if per_row > 1 else '')
             + (f': gold {names[label]}' if label is not None else '')
-            + f', predicted {names[int(predictions[row // per_row])]}')
+            + (f', predicted {names[int(predictions[row // per_row])]}'
+               if predictions is not None else ''))
 
   result: dict[str, Any] = {'split': split, 'step': int(trained.step), 'output_dir': output_dir,
                             'levels': {}, 'files': []}

@@ -93,7 +93,13 @@ DEFAULTS: dict[str, Any] = {
     'num_colours': 4,          # >= 3: the two nouns of a pair differ, modifiers may match neither
     'num_verbs': 4,            # vocabulary: num_colours * (num_verbs + 2 * num_keys) words
     'bucket_boundaries': (),   # padded lengths; empty: one bucket of max_length (one compile)
+    'kind': 'sentence',        # 'sentence' (label + planted heads) or 'parse' (the planted trees as
+                               # a treebank: word-kind tags, heads, root/dep relations; the
+                               # supervised parser's data, the UAS upper bound of the default job)
 }
+KINDS_OF_DATA = ('sentence', 'parse')
+TAG_NAMES = KINDS  # the tag of a word in kind 'parse': its word kind
+RELATION_NAMES = ('dep', 'root')
 
 
 def default_config():
@@ -203,6 +209,8 @@ def validate_config(config) -> dict[str, Any]:
   boundaries = tuple(int(b) for b in cfg['bucket_boundaries'])
   if boundaries and (list(boundaries) != sorted(set(boundaries)) or boundaries[0] < 1):
     raise ValueError(f'config.data.bucket_boundaries={boundaries} must be increasing positive ints')
+  if cfg['kind'] not in KINDS_OF_DATA:
+    raise ValueError(f'config.data.kind={cfg["kind"]!r}; valid: {KINDS_OF_DATA}')
   cfg['bucket_boundaries'] = boundaries or (hi,)
   return cfg
 
@@ -431,23 +439,39 @@ def generate_split(num_examples: int, seed: int, split_index: int, cfg: dict[str
 
 @registry.register(LOADER_NAME)
 def load(config) -> core.TaskData:
-  """Generates the three splits and encodes them (kind 'sentence', gold `heads` in every example).
+  """Generates the three splits and encodes them.
 
   Args:
     config: the `config.data` ConfigDict (keys: see `DEFAULTS`; unknown keys are an error).
 
   Returns:
-    TaskData(kind='sentence', vocab over the whole grammar, label_names=['no_match', 'match'],
-    splits train/validation/test of sizes num_train/num_dev/num_test).
+    `kind` 'sentence': TaskData(kind='sentence', vocab over the whole grammar,
+    label_names=['no_match', 'match'], examples {'tokens', 'heads', 'label'}).
+    `kind` 'parse': the same sentences as a treebank: TaskData(kind='parse', label_names=[],
+    examples {'tokens', 'tags' (the word's kind: verb / noun / modifier), 'heads', 'relations'
+    ('root' or 'dep')}, extras 'tag_vocab', 'relation_vocab', 'relation_names' as the
+    universal_dependencies loader gives them).
+    Splits train/validation/test of sizes num_train/num_dev/num_test either way.
   """
   cfg = validate_config(config)
   vocab = core.Vocabulary(word_list(int(cfg['num_keys']), int(cfg['num_colours']),
                                     int(cfg['num_verbs'])))
+  tag_vocab, relation_vocab = core.Vocabulary(TAG_NAMES), core.Vocabulary(RELATION_NAMES)
+  kind = cfg['kind']
   splits = {}
   for index, (name, size) in enumerate((('train', 'num_train'), ('validation', 'num_dev'),
                                         ('test', 'num_test'))):
     raw = generate_split(int(cfg[size]), int(cfg['seed']), index, cfg)
-    examples = [{'tokens': vocab.encode(w), 'heads': h, 'label': y} for w, h, y in raw]
-    splits[name] = core.Split(name, 'sentence', examples,
-                              bucket_boundaries=cfg['bucket_boundaries'])
+    if kind == 'parse':
+      examples = [{'tokens': vocab.encode(w), 'heads': h,
+                   'tags': tag_vocab.encode([parse_word(x)[0] for x in w]),
+                   'relations': relation_vocab.encode(['root' if head < 0 else 'dep' for head in h])}
+                  for w, h, _ in raw]
+    else:
+      examples = [{'tokens': vocab.encode(w), 'heads': h, 'label': y} for w, h, y in raw]
+    splits[name] = core.Split(name, kind, examples, bucket_boundaries=cfg['bucket_boundaries'])
+  if kind == 'parse':
+    return core.TaskData(kind='parse', vocab=vocab, label_names=[], splits=splits,
+                         extras={'tag_vocab': tag_vocab, 'relation_vocab': relation_vocab,
+                                 'relation_names': list(relation_vocab.tokens)})
   return core.TaskData(kind='sentence', vocab=vocab, label_names=list(LABEL_NAMES), splits=splits)
