@@ -75,6 +75,7 @@ def get_config() -> ml_collections.ConfigDict:
   config.train.eval_every_steps = 500
   config.train.log_every_steps = 100
   config.train.render_trees = 5
+  config.train.comparison_metrics = ('accuracy', 'uas')
 
   config.variants = ml_collections.ConfigDict({
       'none': {'model': {'encoder': {'attention': 'none'}}},

@@ -75,6 +75,9 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     'eval_batch_size': 0,  # 0 = data.batch_size
     'shuffle': True,
     'render_trees': 0,  # > 0: after training call viz.induce.induce_trees(num_pictures=render_trees)
+    # `config.variants` runs: the metrics of the comparison table (comparison.md and the console),
+    # e.g. ('accuracy', 'uas'); empty: every metric any variant reports. comparison.json keeps all.
+    'comparison_metrics': (),
     # Language models (task 'lm'): the objective is the mean NLL per target token ('token'), or the
     # NLL summed over each row's target tokens and averaged over rows ('sequence': the objective of
     # Zaremba et al. 2014's and Cheng et al. 2016's Torch code, T times the per-token mean for

@@ -178,6 +178,22 @@ def test_variants_side_by_side(tmp_path):
     training.train_and_evaluate(config, str(tmp_path / 'bad'))
 
 
+def test_comparison_table_metrics():
+  """`train.comparison_metrics` picks the table's columns (in that order, validation then test);
+  a metric no variant reports gets no column; a variant without a metric gets an empty cell."""
+  from jax_structured.training import trainer  # pylint: disable=g-import-not-at-top
+  results = {'simple': {'validation': {'accuracy': 0.5, 'loss': 1.0, 'uas': 0.25},
+                        'test': {'accuracy': 0.75, 'loss': 2.0, 'uas': 0.5}},
+             'parser': {'validation': {'las': 0.9, 'uas': 0.95}, 'test': {'las': 0.8, 'uas': 1.0}}}
+  every = trainer.comparison_table(results)
+  assert every.splitlines()[0] == ('| variant | validation accuracy | validation loss | validation uas '
+                                   '| validation las | test accuracy | test loss | test uas | test las |')
+  picked = trainer.comparison_table(results, metrics=('uas', 'accuracy', 'bleu')).splitlines()
+  assert picked[0] == ('| variant | validation uas | validation accuracy | test uas | test accuracy |')
+  assert picked[2] == '| simple | 0.2500 | 0.5000 | 0.5000 | 0.7500 |'
+  assert picked[3] == '| parser | 0.9500 |  | 1.0000 |  |'
+
+
 def test_early_stopping_and_bad_labels(tmp_path):
   # A negligible lr -> the dev accuracy never improves after the first evaluation: the learning rate
   # halves after every later evaluation (plateau) and training stops after 1 + patience evaluations.

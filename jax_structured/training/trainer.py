@@ -615,7 +615,8 @@ def train_variants(config: ml_collections.ConfigDict, workdir: str, *,
   for name, child in configs.items():
     logging.info('variant %s: %s', name, dict(variants[name] or {}))
     results[name] = _train(child, os.path.join(workdir, name), hooks=hooks, induce_trees=induce_trees)
-  comparison = comparison_table(results)
+  comparison = comparison_table(
+      results, metrics=tuple(config_lib.train_config(base).get('comparison_metrics') or ()))
   metrics_lib.write_json(os.path.join(workdir, 'comparison.json'),
                          {name: {split: r.get(split) for split in EVAL_SPLITS} | {
                              'best_step': r['best_step'], 'dev_metric': r['dev_metric'],
@@ -631,13 +632,15 @@ COST_COLUMNS = (('num_parameters', 'parameters', '{:,}'), ('steps_per_second', '
                 ('inference_examples_per_second', 'inference examples/s', '{:.1f}'))
 
 
-def comparison_table(results: Mapping[str, Mapping[str, Any]]) -> str:
-  """A Markdown table: one row per variant, one column per (split, metric)."""
+def comparison_table(results: Mapping[str, Mapping[str, Any]], metrics: Sequence[str] = ()) -> str:
+  """A Markdown table: one row per variant, one column per (split, metric); only the `metrics` named
+  (in that order, each split) when given, else every metric any variant reports."""
   columns = []
-  for r in results.values():
-    for split in EVAL_SPLITS:
-      for metric in (r.get(split) or {}):
-        if (split, metric) not in columns:
+  for split in EVAL_SPLITS:
+    for r in results.values():
+      for metric in (metrics or (r.get(split) or {})):
+        if (split, metric) not in columns and (not metrics or any(
+            metric in (other.get(split) or {}) for other in results.values())):
           columns.append((split, metric))
   # Cost columns (when the runs report them): parameters, training steps/s (compilation excluded),
   # inference examples/s (a compiled pass over test).
