@@ -178,8 +178,13 @@ def test_text_classification_dir_keeps_the_configs_data_keys(tmp_path):
   assert swapped.validation_fraction == 0.1 and swapped.config == ''
   # The synthetic demo's keys mean other things (its max_length is the generated length).
   default = _config_file('configs/default.py')
-  swapped = loaders.with_text_classification_data(default, str(tmp_path)).data
+  swapped_config = loaders.with_text_classification_data(default, str(tmp_path))
+  swapped = swapped_config.data
   assert swapped.max_length == 0 and swapped.batch_size == default.data.batch_size
+  # Its parser variant trains on the planted trees (data.kind='parse'): left out on a folder of
+  # texts, the attention variants stay; the input config keeps all four.
+  assert sorted(swapped_config.variants) == ['none', 'simple', 'structured']
+  assert sorted(default.variants) == ['none', 'parser', 'simple', 'structured']
 
 
 def test_text_classification_dir_applies_every_override(tmp_path):

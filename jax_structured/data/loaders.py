@@ -1049,7 +1049,10 @@ def with_text_classification_data(config: ml_collections.ConfigDict, manual_dir:
     generated `max_length`) keeps only `batch_size` and `eval_batch_size`;
   - `split_sentences` is on when the config's data was document level;
   - `overrides` (the command line's `--config.data.<key>=<value>`) are applied last.
-  The rest of the config (model, optimizer, train, variants) is unchanged.
+  The rest of the config (model, optimizer, train, variants) is unchanged, except that a variant
+  whose overrides set data keys the text_classification loader does not have is left out, and a line
+  names it (the default job's `parser` variant, which trains on the planted trees of
+  `config.data.kind='parse'`: a folder of labelled texts has no trees).
 
   Args:
     config: a launch config (not modified).
@@ -1089,4 +1092,25 @@ def with_text_classification_data(config: ml_collections.ConfigDict, manual_dir:
   out = copy.deepcopy(config)
   with out.unlocked():
     out.data = data
+    variants = out.get('variants')
+    if variants:
+      for name in list(variants.keys()):
+        keys = _data_keys_of(variants[name])
+        foreign = sorted(k for k in keys if k not in data)
+        if foreign:
+          print(f'--text_classification_dir: variant {name!r} left out: it sets config.data.'
+                f'{foreign[0]}, which the text_classification loader does not have', flush=True)
+          del variants[name]
   return out
+
+
+def _data_keys_of(overrides) -> set[str]:
+  """The `data` keys a variant's overrides set: nested ({'data': {'kind': ...}}) or dotted."""
+  overrides = overrides.to_dict() if hasattr(overrides, 'to_dict') else dict(overrides or {})
+  keys = set()
+  for key, value in overrides.items():
+    if key == 'data' and isinstance(value, Mapping):
+      keys |= set(value)
+    elif key.startswith('data.'):
+      keys.add(key.split('.')[1])
+  return keys
