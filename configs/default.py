@@ -16,20 +16,23 @@ word's vectors from the word alone (no BiLSTM), word order only through the arc 
 penalty of 1 per word of distance, ALiBi-style), then the attention of Liu & Lapata (2018): 'none' (a
 bag of words: at chance by construction), 'simple' (a softmax over each word's candidate heads) or
 'structured' (matrix-tree marginals); max pooling (the label is an existential over words); MLP.
-The attention is the model's only route from a word to its head. `variants` trains the three into
-`<workdir>/{none,simple,structured}`; `<workdir>/comparison.md` shows test accuracy and the UAS of the
-Chu-Liu-Edmonds trees decoded from the arc scores against the planted trees. `train.render_trees`
-draws induced vs planted trees in `<workdir>/<variant>/trees_test/` (open `sentence/index.html`).
+The attention is the model's only route from a word to its head. A fourth variant, 'parser', trains
+the biaffine tree-CRF parser on the planted trees themselves (the UAS upper bound). `variants` trains
+the four into `<workdir>/{none,parser,simple,structured}`; `<workdir>/comparison.md` shows accuracy
+and the UAS of the Chu-Liu-Edmonds trees decoded from the arc scores against the planted trees.
+`train.render_trees` draws induced vs planted trees in `<workdir>/<variant>/trees_test/` (open
+`sentence/index.html`).
 
 What it shows (3 seeds, README "The default job"): none at chance, both attention variants near 100%
-accuracy, and the induced trees recover the planted ones (structured above simple: the tree
-constraint places the verbs, which no label depends on, better).
+accuracy, induced trees well above chance (structured 64-84% UAS, simple 69-70%: above it on the
+mean, not beyond the seed range), the parser 100%.
 
 Sized to finish in a few minutes on a 2-core CPU.
 """
 import ml_collections
 
 from jax_structured import config as training_config
+from jax_structured.data import core
 from jax_structured.data import synthetic
 
 
@@ -86,7 +89,8 @@ def get_config() -> ml_collections.ConfigDict:
       # label: its rows report UAS / LAS only.
       'parser': {'data': {'kind': 'parse'}, 'model': {
           'name': 'parser.biaffine', 'loss': 'crf', 'single_root': True, 'num_tags': 0,
-          'tag_input': 'none', 'num_relations': len(synthetic.RELATION_NAMES) + 2, 'word_dim': 32, 'lstm_hidden': 32,
-          'lstm_layers': 1, 'arc_mlp': 32, 'label_mlp': 16, 'dropout': 0.0}},
+          'tag_input': 'none', 'num_relations': len(core.Vocabulary(synthetic.RELATION_NAMES)),
+          'word_dim': 32, 'lstm_hidden': 32, 'lstm_layers': 1, 'arc_mlp': 32, 'label_mlp': 16,
+          'dropout': 0.0}},
   })
   return config

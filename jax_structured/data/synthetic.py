@@ -104,7 +104,6 @@ DEFAULTS: dict[str, Any] = {
                                # supervised parser's data, the UAS upper bound of the default job)
 }
 KINDS_OF_DATA = ('sentence', 'parse')
-TAG_NAMES = KINDS  # the tag of a word in kind 'parse': its word kind
 RELATION_NAMES = ('dep', 'root')
 
 
@@ -462,7 +461,7 @@ def load(config) -> core.TaskData:
   cfg = validate_config(config)
   vocab = core.Vocabulary(word_list(int(cfg['num_keys']), int(cfg['num_colours']),
                                     int(cfg['num_verbs'])))
-  tag_vocab, relation_vocab = core.Vocabulary(TAG_NAMES), core.Vocabulary(RELATION_NAMES)
+  tag_vocab, relation_vocab = core.Vocabulary(KINDS), core.Vocabulary(RELATION_NAMES)  # tag: kind
   kind = cfg['kind']
   splits = {}
   for index, (name, size) in enumerate((('train', 'num_train'), ('validation', 'num_dev'),

@@ -164,8 +164,9 @@ class ContextFreeEncoder(encoders.Encoder):
     if not 0 < self.semantic_size < self.hidden_size:
       raise ValueError(f'config.model.encoder.semantic_size={self.semantic_size} must be in '
                        f'(0, hidden_size={self.hidden_size}): the rest of each half scores the arcs')
+    steps = x.shape[-2]
     lengths = jnp.asarray(lengths, jnp.int32)
-    mask = jsnn.sequence_mask(lengths, x.shape[-2])
+    mask = jsnn.sequence_mask(lengths, steps)
     semantic_width = 2 * self.semantic_size
     structure_width = 2 * (self.hidden_size - self.semantic_size)
     semantic = jsnn.masked_fill(word_vectors(
@@ -174,7 +175,6 @@ class ContextFreeEncoder(encoders.Encoder):
         self.param('semantic_bias', nn.initializers.zeros, (semantic_width,))), mask)  # e_t
     if self.attention == 'none':
       return encoders.EncoderOutput(semantic)
-    steps = x.shape[-2]
     index = jnp.broadcast_to(jnp.arange(steps), x.shape[:-1])  # [..., T]
     if train and self.position_shift and self.position != 'none':
       shift = jax.random.randint(self.make_rng('dropout'), x.shape[:-2] + (1,), 0,
