@@ -146,7 +146,7 @@ class ReportRun:
   """Settings a family's `report_tables(run)` reads.
 
   Attributes:
-    quick: tiny sizes and models (the CPU smoke run of the report, under a minute in all).
+    quick: tiny sizes and models (the CPU smoke run of the report; compile-bound, minutes on a CPU).
     repeats: timed calls per measurement (after one warm-up / compile call).
     dtype: 'float32' (the goals' dtype) or 'float64'.
     budget: the shared `Budget`; check `budget.exhausted()` before each unit, `budget.skip(...)` what
