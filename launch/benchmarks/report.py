@@ -14,11 +14,9 @@ leaves a valid, partial report (`"complete": false`).
   of work (a size, a group of variants); a unit started before the budget ran out is finished, the
   ones after are skipped and listed under "Skipped for the budget", and a family not reached is marked
   "skipped (budget)".
-* `--quick`: tiny sizes and models, 2 repeats: the CPU smoke run of every family. It is compile-bound:
-  485 s on the 2-core CPU for the seven families (trees 38, liu_lapata 112, lstmn 14, parser 73,
-  relation_networks 149, tree_lstm 49, mhs_rnn 49 s), of which the exact fallback of
-  `trees.marginals` compiled into every structured program is about 30% (339 s without it). The
-  suite runs every family's `report_tables` with the measurements stubbed (test_benchmark_report).
+* `--quick`: tiny sizes and models, 2 repeats: the CPU smoke run of every family. It is compile-bound
+  (minutes on a 2-core CPU; README "Benchmarks" has the per-family seconds). The suite runs every
+  family's `report_tables` with the measurements stubbed (test_benchmark_report).
 * `--repeats`: timed calls per measurement (default 10; 2 with --quick).
 * `--families`: a comma-separated subset of the names below (default: all).
 

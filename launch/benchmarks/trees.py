@@ -49,7 +49,8 @@ from launch import benchmarks
 
 DEFAULT_SIZES = '512x32,64x64,32x200'
 # A column whose timed calls took this long in all sits out the later rounds (median of fewer calls,
-# listed in the row's 'timed calls'): torch-struct's projective CRF took 76 s per call at 8x200 on a CPU.
+# listed in the row's 'timed calls'): e.g. one exactly sampled sharp sentence at 32x200 (~50-110 s per
+# call on one CPU core).
 COLUMN_BUDGET_S = 60.0
 # torch-struct's projective `DependencyCRF` (Eisner's chart with autograd) is timed only up to this much
 # work, batch x n^3: at 32x200 (2^28) it passed 9 GB of host memory within its first call on the CPU
