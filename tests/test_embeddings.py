@@ -455,3 +455,24 @@ def test_registered_name_through_the_sst_loader(fixtures_dir, tmp_path, monkeypa
                for t in task.vocab.decode(e['tokens'])]
   assert coverage.tokens == len(train_dev)
   assert 'tokens (' in capsys.readouterr().out
+
+
+def test_penn_treebank_escapes_find_the_characters_vectors_are_stored_under(tmp_path, capsys):
+  # SST / PTB write '(' as -LRB- (SST lower-cased: -lrb-) and '/' as '\/'; GloVe stores '(' and '/'.
+  path = str(tmp_path / 'vectors.txt')
+  vectors = {'(': [1.0, 2.0, 3.0], ')': [4.0, 5.0, 6.0], 'writer/director': [7.0, 8.0, 9.0],
+             '-': [0.5, 0.5, 0.5], 'cat': [1.0, -1.0, 0.5]}
+  _write_glove(path, vectors)
+  vocab = core.Vocabulary(['-lrb-', '-RRB-', 'writer\\/director', '-', 'cat', '-LSB-'])
+  corpus = [['-lrb-', 'cat', '-RRB-'], ['-lrb-', 'writer\\/director', '-LSB-']]
+  matrix, coverage = embeddings.load_pretrained(path, vocab, corpus=corpus)
+  np.testing.assert_allclose(matrix[vocab.id('-lrb-')], vectors['('])
+  np.testing.assert_allclose(matrix[vocab.id('-RRB-')], vectors[')'])
+  np.testing.assert_allclose(matrix[vocab.id('writer\\/director')], vectors['writer/director'])
+  np.testing.assert_allclose(matrix[vocab.id('-')], vectors['-'])
+  assert (coverage.found, coverage.found_lowercase, coverage.found_unescaped) == (5, 0, 3)
+  assert (coverage.tokens, coverage.tokens_found, coverage.tokens_unescaped) == (6, 5, 4)
+  assert coverage.missing == (('-LSB-', 1),)  # no '[' in the file: stays a random row
+  assert '5/6 vocabulary words covered (83.3%, 0 via lower-casing, 3 via Penn Treebank escapes)' in (
+      capsys.readouterr().out)
+  assert embeddings.unescape_ptb('\\*\\*') == '**' and embeddings.unescape_ptb('-lcb-') == '{'

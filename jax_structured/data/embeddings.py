@@ -201,6 +201,8 @@ class Coverage:
     missing: the most frequent vocabulary words without a vector, `(word, corpus count)`; count -1
       when no corpus was counted (then in vocabulary order, i.e. by training frequency).
     init: how the rows without a vector were initialised.
+    found_unescaped: vocabulary words found only through `unescape_ptb` (`-LRB-` -> `(`).
+    tokens_unescaped: of `tokens_found`, through `unescape_ptb`.
   """
   found: int
   found_lowercase: int
@@ -212,6 +214,8 @@ class Coverage:
   tokens_oov: int = 0
   missing: tuple[tuple[str, int], ...] = ()
   init: str = ''
+  found_unescaped: int = 0
+  tokens_unescaped: int = 0
 
   @property
   def fraction(self) -> float:
@@ -222,11 +226,14 @@ class Coverage:
     return self.tokens_found / max(self.tokens, 1)
 
   def __str__(self) -> str:
+    unescaped = (lambda count: f', {count} via Penn Treebank escapes' if self.found_unescaped else '')
     line = (f'embeddings from {self.source}: {self.found}/{self.vocab_size} vocabulary words covered '
-            f'({100 * self.fraction:.1f}%, {self.found_lowercase} via lower-casing)')
+            f'({100 * self.fraction:.1f}%, {self.found_lowercase} via lower-casing'
+            f'{unescaped(self.found_unescaped)})')
     if self.tokens:
       line += (f'; {self.tokens_found}/{self.tokens} tokens ({100 * self.token_fraction:.1f}%, '
-               f'{self.tokens_lowercase} via lower-casing, {self.tokens_oov} outside the vocabulary)')
+               f'{self.tokens_lowercase} via lower-casing{unescaped(self.tokens_unescaped)}, '
+               f'{self.tokens_oov} outside the vocabulary)')
     return line
 
   def report(self) -> str:
@@ -593,13 +600,29 @@ _READERS = {'text': _read_text_vectors, 'binary': _read_binary_vectors,
 # Loading
 
 
+# Penn Treebank bracket escapes (SST's and PTB's token files) -> the characters that the vocabularies
+# of pretrained vectors (GloVe, word2vec) hold.
+PTB_BRACKETS = {'-LRB-': '(', '-RRB-': ')', '-LSB-': '[', '-RSB-': ']', '-LCB-': '{', '-RCB-': '}'}
+
+
+def unescape_ptb(token: str) -> str:
+  """`token` with Penn Treebank escapes undone: `-LRB-` / `-lrb-` -> `(` (and the other brackets),
+  `\\/` -> `/`, `\\*` -> `*` (`writer\\/director` -> `writer/director`); other tokens unchanged."""
+  bracket = PTB_BRACKETS.get(token.upper())
+  if bracket is not None:
+    return bracket
+  return token.replace('\\/', '/').replace('\\*', '*')
+
+
 def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = None,
                     seed: int = 0, scale: float | None = None, expected_dim: int | None = None,
                     corpus: Iterable[Sequence[str]] | None = None,
                     num_missing: int = 20) -> tuple[np.ndarray, Coverage]:
   """Loads pretrained vectors (a registered name or a file) for the words of `vocab`.
 
-  A vocabulary word is looked up as written, then lower-cased (counted as a lower-case fallback).
+  A vocabulary word is looked up as written, then lower-cased (counted as a lower-case fallback),
+  then with its Penn Treebank escapes undone (`unescape_ptb`: SST's and PTB's `-LRB-` is `(` in the
+  sources' vocabularies; counted as such).
   Words without a vector and `<unk>` get U[-a, a] rows from `seed` (`random_rows`); `<pad>` gets
   zeros. Memory stays O(len(vocab) x dim) whatever the size of the source. The coverage report is
   printed, logged and returned.
@@ -629,29 +652,37 @@ def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = 
   if source is not None:
     _dim_error(f'embeddings {source.name!r}', source.dim, expected_dim)
   words = [t for i, t in enumerate(vocab.tokens) if i not in (core.PAD_ID, core.UNK_ID)]
-  wanted = set(words) | {t.lower() for t in words}
+  unescaped = {t: unescape_ptb(t) for t in words}
+  wanted = (set(words) | {t.lower() for t in words} | set(unescaped.values())
+            | {u.lower() for u in unescaped.values()})
   raw, dim = _READERS[location.kind](location, wanted, expected_dim)
   vectors: dict[int, np.ndarray] = {}
   lowercase_ids: set[int] = set()
+  unescaped_ids: set[int] = set()
   for i, token in enumerate(vocab.tokens):
     if i in (core.PAD_ID, core.UNK_ID):
       continue
+    plain = unescaped[token]
     if token in raw:
       vectors[i] = raw[token]
     elif token.lower() in raw:
       vectors[i] = raw[token.lower()]
       lowercase_ids.add(i)
+    elif plain != token and (plain in raw or plain.lower() in raw):
+      vectors[i] = raw[plain] if plain in raw else raw[plain.lower()]
+      unescaped_ids.add(i)
   matrix, init = _assemble(vocab, vectors, dim, seed=seed, scale=scale)
-  coverage = _coverage(vocab, vectors, lowercase_ids, location.source, corpus, num_missing, init)
+  coverage = _coverage(vocab, vectors, lowercase_ids, location.source, corpus, num_missing, init,
+                       unescaped_ids)
   _report(coverage)
   return matrix, coverage
 
 
 def _coverage(vocab: core.Vocabulary, vectors: dict[int, np.ndarray], lowercase_ids: set[int],
               source: str, corpus: Iterable[Sequence[str]] | None, num_missing: int,
-              init: str) -> Coverage:
+              init: str, unescaped_ids: set[int] = frozenset()) -> Coverage:
   """Types and (with `corpus`) tokens covered, and the most frequent words without a vector."""
-  tokens = tokens_found = tokens_lowercase = tokens_oov = 0
+  tokens = tokens_found = tokens_lowercase = tokens_unescaped = tokens_oov = 0
   id_counts: collections.Counter = collections.Counter()
   if corpus is not None:
     word_counts = collections.Counter(t for sentence in corpus for t in sentence)
@@ -664,6 +695,7 @@ def _coverage(vocab: core.Vocabulary, vectors: dict[int, np.ndarray], lowercase_
       elif i in vectors:
         tokens_found += count
         tokens_lowercase += count if i in lowercase_ids else 0
+        tokens_unescaped += count if i in unescaped_ids else 0
   missing_ids = [i for i in range(len(vocab))
                  if i not in (core.PAD_ID, core.UNK_ID) and i not in vectors]
   if corpus is not None:
@@ -672,4 +704,5 @@ def _coverage(vocab: core.Vocabulary, vectors: dict[int, np.ndarray], lowercase_
                   for i in missing_ids[:num_missing])
   return Coverage(len(vectors), len(lowercase_ids), len(vocab) - 2, source, tokens=tokens,
                   tokens_found=tokens_found, tokens_lowercase=tokens_lowercase, tokens_oov=tokens_oov,
-                  missing=missing, init=init)
+                  missing=missing, init=init, found_unescaped=len(unescaped_ids),
+                  tokens_unescaped=tokens_unescaped)
