@@ -475,4 +475,3 @@ def test_penn_treebank_escapes_find_the_characters_vectors_are_stored_under(tmp_
   assert coverage.missing == (('-LSB-', 1),)  # no '[' in the file: stays a random row
   assert '5/6 vocabulary words covered (83.3%, 0 via lower-casing, 3 via Penn Treebank escapes)' in (
       capsys.readouterr().out)
-  assert embeddings.unescape_ptb('\\*\\*') == '**' and embeddings.unescape_ptb('-lcb-') == '{'

@@ -92,6 +92,7 @@ def test_sst_phrases():
 
 def test_unescape_ptb():
   assert text.unescape_ptb(['-LRB-', 'a', '-RRB-', '``', "''"]) == ['(', 'a', ')', '"', '"']
+  assert text.unescape_ptb(['-lcb-', 'writer\\/director', '\\*\\*']) == ['{', 'writer/director', '**']
 
 
 def test_filter_by_length():

@@ -39,6 +39,7 @@ from absl import logging
 import numpy as np
 
 from jax_structured.data import core
+from jax_structured.data import text
 
 CACHE_ENV = 'JAX_STRUCTURED_CACHE'
 REPORT_FILENAME = 'embedding_coverage.json'
@@ -201,8 +202,8 @@ class Coverage:
     missing: the most frequent vocabulary words without a vector, `(word, corpus count)`; count -1
       when no corpus was counted (then in vocabulary order, i.e. by training frequency).
     init: how the rows without a vector were initialised.
-    found_unescaped: vocabulary words found only through `unescape_ptb` (`-LRB-` -> `(`).
-    tokens_unescaped: of `tokens_found`, through `unescape_ptb`.
+    found_unescaped: vocabulary words found only through `text.unescape_ptb_token` (`-LRB-` -> `(`).
+    tokens_unescaped: of `tokens_found`, through `text.unescape_ptb_token`.
   """
   found: int
   found_lowercase: int
@@ -600,20 +601,6 @@ _READERS = {'text': _read_text_vectors, 'binary': _read_binary_vectors,
 # Loading
 
 
-# Penn Treebank bracket escapes (SST's and PTB's token files) -> the characters that the vocabularies
-# of pretrained vectors (GloVe, word2vec) hold.
-PTB_BRACKETS = {'-LRB-': '(', '-RRB-': ')', '-LSB-': '[', '-RSB-': ']', '-LCB-': '{', '-RCB-': '}'}
-
-
-def unescape_ptb(token: str) -> str:
-  """`token` with Penn Treebank escapes undone: `-LRB-` / `-lrb-` -> `(` (and the other brackets),
-  `\\/` -> `/`, `\\*` -> `*` (`writer\\/director` -> `writer/director`); other tokens unchanged."""
-  bracket = PTB_BRACKETS.get(token.upper())
-  if bracket is not None:
-    return bracket
-  return token.replace('\\/', '/').replace('\\*', '*')
-
-
 def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = None,
                     seed: int = 0, scale: float | None = None, expected_dim: int | None = None,
                     corpus: Iterable[Sequence[str]] | None = None,
@@ -621,8 +608,8 @@ def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = 
   """Loads pretrained vectors (a registered name or a file) for the words of `vocab`.
 
   A vocabulary word is looked up as written, then lower-cased (counted as a lower-case fallback),
-  then with its Penn Treebank escapes undone (`unescape_ptb`: SST's and PTB's `-LRB-` is `(` in the
-  sources' vocabularies; counted as such).
+  then with its Penn Treebank escapes undone (`text.unescape_ptb_token`: SST's and PTB's `-LRB-` is `(`
+  in the sources' vocabularies; counted as such).
   Words without a vector and `<unk>` get U[-a, a] rows from `seed` (`random_rows`); `<pad>` gets
   zeros. Memory stays O(len(vocab) x dim) whatever the size of the source. The coverage report is
   printed, logged and returned.
@@ -652,35 +639,34 @@ def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = 
   if source is not None:
     _dim_error(f'embeddings {source.name!r}', source.dim, expected_dim)
   words = [t for i, t in enumerate(vocab.tokens) if i not in (core.PAD_ID, core.UNK_ID)]
-  unescaped = {t: unescape_ptb(t) for t in words}
-  wanted = (set(words) | {t.lower() for t in words} | set(unescaped.values())
-            | {u.lower() for u in unescaped.values()})
+  # (form, fallback kind) in lookup order, per word: as written, lower-cased, unescaped (either case).
+  lookups = {}
+  for word in words:
+    plain = text.unescape_ptb_token(word)
+    lookups[word] = [(word, None), (word.lower(), 'lowercase')] + (
+        [(plain, 'unescaped'), (plain.lower(), 'unescaped')] if plain != word else [])
+  wanted = {form for forms in lookups.values() for form, _ in forms}
   raw, dim = _READERS[location.kind](location, wanted, expected_dim)
   vectors: dict[int, np.ndarray] = {}
-  lowercase_ids: set[int] = set()
-  unescaped_ids: set[int] = set()
+  fallback_ids = {'lowercase': set(), 'unescaped': set()}
   for i, token in enumerate(vocab.tokens):
     if i in (core.PAD_ID, core.UNK_ID):
       continue
-    plain = unescaped[token]
-    if token in raw:
-      vectors[i] = raw[token]
-    elif token.lower() in raw:
-      vectors[i] = raw[token.lower()]
-      lowercase_ids.add(i)
-    elif plain != token and (plain in raw or plain.lower() in raw):
-      vectors[i] = raw[plain] if plain in raw else raw[plain.lower()]
-      unescaped_ids.add(i)
+    form, kind = next(((f, k) for f, k in lookups[token] if f in raw), (None, None))
+    if form is not None:
+      vectors[i] = raw[form]
+      if kind is not None:
+        fallback_ids[kind].add(i)
   matrix, init = _assemble(vocab, vectors, dim, seed=seed, scale=scale)
-  coverage = _coverage(vocab, vectors, lowercase_ids, location.source, corpus, num_missing, init,
-                       unescaped_ids)
+  coverage = _coverage(vocab, vectors, fallback_ids['lowercase'], location.source, corpus, num_missing,
+                       init, fallback_ids['unescaped'])
   _report(coverage)
   return matrix, coverage
 
 
 def _coverage(vocab: core.Vocabulary, vectors: dict[int, np.ndarray], lowercase_ids: set[int],
               source: str, corpus: Iterable[Sequence[str]] | None, num_missing: int,
-              init: str, unescaped_ids: set[int] = frozenset()) -> Coverage:
+              init: str, unescaped_ids: set[int]) -> Coverage:
   """Types and (with `corpus`) tokens covered, and the most frequent words without a vector."""
   tokens = tokens_found = tokens_lowercase = tokens_unescaped = tokens_oov = 0
   id_counts: collections.Counter = collections.Counter()

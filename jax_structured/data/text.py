@@ -77,14 +77,23 @@ def whitespace_tokenize(text: str, *, lowercase: bool = False) -> list[str]:
   return (text.lower() if lowercase else text).split()
 
 
-# PTB-style bracket escapes found in SST / SNLI parses.
+# PTB-style escapes found in SST / SNLI parses (brackets matched in any case: SST lower-cases them).
 _PTB_ESCAPES = {'-LRB-': '(', '-RRB-': ')', '-LSB-': '[', '-RSB-': ']', '-LCB-': '{', '-RCB-': '}',
                 '``': '"', "''": '"'}
 
 
+def unescape_ptb_token(token: str) -> str:
+  """One token with Penn Treebank escapes undone: `-LRB-` / `-lrb-` -> `(` (the other brackets alike),
+  `` `` `` and `''` -> `"`, `\\/` -> `/`, `\\*` -> `*` (`writer\\/director` -> `writer/director`)."""
+  plain = _PTB_ESCAPES.get(token.upper())
+  if plain is not None:
+    return plain
+  return token.replace('\\/', '/').replace('\\*', '*')
+
+
 def unescape_ptb(tokens: Sequence[str]) -> list[str]:
-  """Maps PTB bracket escapes (-LRB-, -RRB-, ...) back to the characters."""
-  return [_PTB_ESCAPES.get(t, t) for t in tokens]
+  """`unescape_ptb_token` of every token."""
+  return [unescape_ptb_token(t) for t in tokens]
 
 
 # --------------------------------------------------------------------------------------------------
