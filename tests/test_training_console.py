@@ -160,3 +160,18 @@ def test_building_a_local_dataset_prints_no_download_banner_nor_progress_bars(tm
   out, err = capfd.readouterr()
   assert 'Downloading and preparing' not in out + err and 'Subsequent calls' not in out + err
   assert '\r' not in out + err and '\x1b[' not in out + err
+
+
+def test_word2vec_training_logs_nothing_on_the_console():
+  """gensim logs ~20 INFO lines per word2vec training (vocabulary, lifecycle events, every epoch),
+  which absl's handler printed in every `data.embeddings='word2vec'` run; its warnings still show."""
+  import logging as std_logging  # pylint: disable=g-import-not-at-top
+  import gensim  # pylint: disable=g-import-not-at-top
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  metrics_lib.quiet_library_logs()
+  inside = os.path.join(os.path.dirname(gensim.__file__), 'models', 'word2vec.py')
+  record = lambda level: std_logging.LogRecord('gensim.models.word2vec', level, inside, 1,
+                                               'EPOCH 0: training on 56042 raw words', None, None)
+  handler = logging.get_absl_handler()
+  assert not handler.filter(record(std_logging.INFO))
+  assert handler.filter(record(std_logging.WARNING))

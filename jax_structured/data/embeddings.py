@@ -35,7 +35,6 @@ import zipfile
 import zlib
 from typing import Iterable, Iterator, Sequence
 
-from absl import logging
 import numpy as np
 
 from jax_structured.data import core
@@ -268,7 +267,6 @@ def write_report(coverage: Coverage, workdir: str) -> str:
 
 def _report(coverage: Coverage) -> None:
   print(coverage.report(), flush=True)
-  logging.info('%s', coverage.report())
 
 
 # --------------------------------------------------------------------------------------------------

@@ -113,9 +113,10 @@ from clu import periodic_actions  # pylint: disable=g-import-not-at-top,wrong-im
 
 
 # Libraries whose INFO logs are their own bookkeeping (Orbax writes ~60 lines per checkpoint, clu
-# repeats every metric, jax reports the platforms it did not find) and their known harmless warnings.
+# repeats every metric, jax reports the platforms it did not find, gensim ~20 lines per word2vec
+# training) and their known harmless warnings.
 QUIET_PACKAGES = ('orbax', 'clu', 'jax', 'jaxlib', 'flax', 'optax', 'tensorflow_datasets', 'etils',
-                  'array_record', 'tensorboardX')
+                  'array_record', 'tensorboardX', 'gensim')
 HARMLESS_WARNINGS = ('Given directory is read only',  # Orbax, opening checkpoints to evaluate them
                      'has no dataset_info.json',  # TFDS, looking at a dataset folder not built yet
                      )
