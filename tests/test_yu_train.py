@@ -40,8 +40,18 @@ def test_every_row_builds_and_the_paper_settings(name, monkeypatch, tmp_path):
   config = module.get_config('')
   assert sorted(config.variants) == sorted(set(yu.ROWS) - set(yu.SUPERVISED_ROWS))
   assert set(module.PAPER_TEST_ACCURACY) == set(yu.ROWS)
-  assert (config.optimizer.name, config.optimizer.learning_rate) == ('adam', 1e-4)
-  assert module.get_config('adagrad').optimizer.learning_rate == 0.01
+  assert (config.optimizer.name, config.optimizer.learning_rate) == ('adam', 1e-3)
+  assert (config.data.embeddings, config.data.embedding_dim, config.model.embedding_dim) == (
+      'glove-6b-50d', 50, 50)
+  paper = module.get_config('paper_adam,glove=/data/glove.840B.300d.txt')
+  assert (paper.optimizer.name, paper.optimizer.learning_rate) == ('adam', 1e-4)
+  assert (paper.data.embeddings, paper.data.embedding_dim, paper.model.embedding_dim) == (
+      '/data/glove.840B.300d.txt', 300, 300)
+  assert (module.get_config('adagrad').optimizer.name,
+          module.get_config('adagrad').optimizer.learning_rate) == ('adagrad', 0.01)
+  word2vec = module.get_config('word2vec')
+  assert (word2vec.data.embeddings, word2vec.data.embedding_dim) == ('word2vec', 300)
+  assert module.get_config('glove=glove.6B.100d').model.embedding_dim == 100
   assert config.model.encoder.hidden_size == 300 and config.model.embedding_dropout == 0.5
   assert config.model.name == ('classifier.sentence' if name == 'trec' else 'classifier.pair')
   if name == 'trec':
@@ -57,6 +67,10 @@ def test_bad_options_are_errors():
     trec.get_config('rnn')
   with pytest.raises(ValueError, match='unknown or repeated option'):
     trec.get_config('bow,rn_none')
+  with pytest.raises(ValueError, match='adagrad and paper_adam exclude each other'):
+    trec.get_config('adagrad,paper_adam')
+  with pytest.raises(ValueError, match='word2vec and glove= exclude each other'):
+    trec.get_config('word2vec,glove=glove-6b-50d')
 
 
 def _head(src, dst, lines):

