@@ -162,9 +162,10 @@ def test_building_a_local_dataset_prints_no_download_banner_nor_progress_bars(tm
   assert '\r' not in out + err and '\x1b[' not in out + err
 
 
-def test_word2vec_training_logs_nothing_on_the_console():
+def test_word2vec_and_tfds_builder_chatter_stay_off_the_console():
   """gensim logs ~20 INFO lines per word2vec training (vocabulary, lifecycle events, every epoch),
-  which absl's handler printed in every `data.embeddings='word2vec'` run; its warnings still show."""
+  which absl's handler printed in every `data.embeddings='word2vec'` run; its warnings still show.
+  TFDS's harmless 'Using custom data configuration' warning is dropped too."""
   import logging as std_logging  # pylint: disable=g-import-not-at-top
   import gensim  # pylint: disable=g-import-not-at-top
   from absl import logging  # pylint: disable=g-import-not-at-top
@@ -175,3 +176,9 @@ def test_word2vec_training_logs_nothing_on_the_console():
   handler = logging.get_absl_handler()
   assert not handler.filter(record(std_logging.INFO))
   assert handler.filter(record(std_logging.WARNING))
+  # TFDS warns on every build of a builder given a BuilderConfig object (the UD loader's en_ewt).
+  import tensorflow_datasets  # pylint: disable=g-import-not-at-top
+  tfds_file = os.path.join(os.path.dirname(tensorflow_datasets.__file__), 'core', 'dataset_builder.py')
+  custom = std_logging.LogRecord('absl', std_logging.WARNING, tfds_file, 1,
+                                 'Using custom data configuration: %s', ('en_ewt',), None)
+  assert not handler.filter(custom)

@@ -119,6 +119,7 @@ QUIET_PACKAGES = ('orbax', 'clu', 'jax', 'jaxlib', 'flax', 'optax', 'tensorflow_
                   'array_record', 'tensorboardX', 'gensim')
 HARMLESS_WARNINGS = ('Given directory is read only',  # Orbax, opening checkpoints to evaluate them
                      'has no dataset_info.json',  # TFDS, looking at a dataset folder not built yet
+                     'Using custom data configuration',  # TFDS, a builder given a BuilderConfig (UD)
                      )
 _quiet_filter = None
 
