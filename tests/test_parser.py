@@ -493,9 +493,11 @@ def test_read_sentences_of_every_format(tmp_path):
   assert read(write('tok.txt', 'a  b c\n'), 'tokenized')[0]['words'] == ['a', 'b', 'c']
   assert read(write('sst.txt', "(3 (2 It) (4 (2 's) (2 good)))\n"), 'sst')[0]['words'] == [
       'It', "'s", 'good']
-  trec = read(write('trec.label', 'DESC:manner How did serfdom develop in Russia ?\n',
-                    'iso-8859-1'), 'trec')
+  trec = read(write('trec.label', 'DESC:manner How did serfdom develop in Russia ?\n'
+                                  'HUM:ind Who discovered x-rays ?\n', 'iso-8859-1'), 'trec')
   assert trec[0]['words'][:2] == ['How', 'did']
+  # The trec loader's words (a trained model's trees are over those): clean_str drops the hyphen.
+  assert trec[1]['words'] == ['Who', 'discovered', 'x', 'rays', '?']
   snli_path = tmp_path / 'snli.jsonl.gz'
   with gzip.open(snli_path, 'wt', encoding='utf-8') as f:
     f.write(json.dumps({

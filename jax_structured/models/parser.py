@@ -566,7 +566,8 @@ def read_sentences(path: str, fmt: str) -> list[dict[str, Any]]:
   Formats: 'raw' (one sentence per line, `tokenize`d), 'tokenized' (one sentence per line, tokens
   separated by whitespace), 'conllu' (FORM column; UPOS kept as input tags when given; comments,
   multiword-token lines and the other columns are kept for writing back; empty nodes are dropped),
-  'sst' (PTB trees, one per line: the leaves), 'trec' (`LABEL:fine question`), 'snli' (jsonl(.gz):
+  'sst' (PTB trees, one per line: the leaves), 'trec' (`LABEL:fine question`, tokenised as the
+  `trec` loader does: Kim's clean_str, case kept), 'snli' (jsonl(.gz):
   premise and hypothesis of each pair, tokens of the binary parses), 'quora' (TSV `q1 q2 label` or
   BiMPM `label q1 q2 id`; both questions), 'iwslt' (one tokenised sentence per line; HTML entities
   such as &apos; unescaped). Blank lines are skipped in the line formats.
@@ -608,7 +609,10 @@ def read_sentences(path: str, fmt: str) -> list[dict[str, Any]]:
         label, _, question = line.partition(' ')
         if ':' not in label or not question.strip():
           raise ValueError(f'{where}: expected "COARSE:fine question", got {line[:60]!r}')
-        out.append(_sentence(question.split(), f'{line_no}'))
+        # The `trec` loader's words (Kim's clean_str, case kept), so that the parses line up with
+        # a trained model's trees (`launch.induce_trees --reference`).
+        out.append(_sentence(text.clean_str(question, lowercase=False).split(), f'{line_no}',
+                             text=question.strip()))
       elif fmt == 'snli':
         try:
           pair = json.loads(line)
