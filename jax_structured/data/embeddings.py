@@ -610,7 +610,7 @@ def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = 
   in the sources' vocabularies; counted as such).
   Words without a vector and `<unk>` get U[-a, a] rows from `seed` (`random_rows`); `<pad>` gets
   zeros. Memory stays O(len(vocab) x dim) whatever the size of the source. The coverage report is
-  printed, logged and returned.
+  printed and returned.
 
   Args:
     spec: a registered name (`registered_names()`) or a path (`~` expanded) to a GloVe text,

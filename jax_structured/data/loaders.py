@@ -486,6 +486,15 @@ def load_sst(config) -> core.TaskData:
                  words={s: [t for t, _, _ in items] for s, items in data.items()})
 
 
+def trec_tokens(question: str, *, clean: bool = LOADER_DEFAULTS['trec']['clean'],
+                lowercase: bool = LOADER_DEFAULTS['trec']['lowercase']) -> list[str]:
+  """The words of one TREC question as the `trec` loader reads them (defaults: its defaults): Kim's
+  `clean_str` (`clean=True`) or whitespace; `launch.parse --format=trec` uses the same words."""
+  if clean:
+    return text_lib.clean_str(question, lowercase=lowercase).split()
+  return text_lib.whitespace_tokenize(question, lowercase=lowercase)
+
+
 @registry.register('trec')
 def load_trec(config) -> core.TaskData:
   """TREC question classification (Li & Roth 2002), kind 'sentence'.
@@ -500,12 +509,7 @@ def load_trec(config) -> core.TaskData:
     raise ValueError(f'config.data.config={cfg["config"]!r} for trec must be "coarse" or "fine"')
   raw, skipped, held_out = _read_splits('trec', cfg, None)
   key = f'label_{cfg["config"]}'
-
-  def tokens(t):
-    if cfg['clean']:
-      return text_lib.clean_str(t, lowercase=cfg['lowercase']).split()
-    return text_lib.whitespace_tokenize(t, lowercase=cfg['lowercase'])
-
+  tokens = lambda t: trec_tokens(t, clean=cfg['clean'], lowercase=cfg['lowercase'])
   data = {s: _filter_train('trec', s, [(tokens(r['text']), r[key]) for r in records],
                            lambda x: len(x[0]), cfg, skipped) for s, records in raw.items()}
   return _classification('trec', 'trec', None, cfg, data, skipped, held_out)

@@ -59,6 +59,7 @@ import numpy as np
 
 from jax_structured import nn as jsnn
 from jax_structured import trees
+from jax_structured.data import loaders
 from jax_structured.data import text
 from jax_structured.models import registry
 
@@ -609,10 +610,9 @@ def read_sentences(path: str, fmt: str) -> list[dict[str, Any]]:
         label, _, question = line.partition(' ')
         if ':' not in label or not question.strip():
           raise ValueError(f'{where}: expected "COARSE:fine question", got {line[:60]!r}')
-        # The `trec` loader's words (Kim's clean_str, case kept), so that the parses line up with
-        # a trained model's trees (`launch.induce_trees --reference`).
-        out.append(_sentence(text.clean_str(question, lowercase=False).split(), f'{line_no}',
-                             text=question.strip()))
+        # The `trec` loader's words, so that the parses line up with a trained model's trees
+        # (`launch.induce_trees --reference`).
+        out.append(_sentence(loaders.trec_tokens(question), f'{line_no}', text=question.strip()))
       elif fmt == 'snli':
         try:
           pair = json.loads(line)
