@@ -339,6 +339,35 @@ def test_sharp_scores_no_nan_batch():
     np.testing.assert_allclose(root_m, exact[1], atol=1e-3)
 
 
+
+def test_zero_pivot_batch_is_flagged_at_64x64():
+  """The stop-30 defect (SNLI structured attention diverged at step 135): root scores ~0 under arc
+  scores ~100 make every root potential underflow, so the LU meets a zero pivot and its inverse is NaN.
+  At B = 64, n = 64 XLA's vectorised max reduction on the CPU dropped those NaN from the error
+  estimate's norms, nothing was flagged and NaN marginals came out. The estimate must flag them (by its
+  sums) and the exact path must give the float64 marginals, padded or not."""
+  rng = np.random.default_rng(0)
+  arc = (100 + 10 * rng.normal(size=(64, 64, 64))).astype(np.float32)
+  root = np.zeros((64, 64), np.float32)
+  lengths = np.where(np.arange(64) % 2 == 0, 64, 8).astype(np.int32)
+  lap_parts = jax.jit(lambda a, r, l: _matrix_tree._laplacian(
+      *_matrix_tree._potentials(a, r, _matrix_tree._prepare(a, r, l)[3])[:2],
+      _matrix_tree._prepare(a, r, l)[3], True))
+  lap = lap_parts(arc, root, lengths)
+  inverse = _matrix_tree._lu_logdet_and_inverse(lap)[1]
+  assert not np.any(np.all(np.isfinite(np.asarray(inverse)), axis=(-2, -1)))  # the LU fails on all
+  assert np.all(jax.jit(_matrix_tree._needs_exact)(lap, inverse))
+  arc_m, root_m = MARGINALS(arc, root, lengths)
+  exact = MARGINALS(arc.astype(np.float64), root.astype(np.float64), lengths)
+  assert np.all(np.isfinite(arc_m)) and np.all(np.isfinite(root_m))
+  np.testing.assert_allclose(arc_m, exact[0], atol=1e-4)
+  np.testing.assert_allclose(root_m, exact[1], atol=1e-4)
+  # A NaN row among finite (padded identity) rows, in one batch element of 64: flagged by itself.
+  inverse = np.broadcast_to(np.eye(64, dtype=np.float32), (64, 64, 64)).copy()
+  inverse[5, :3] = np.nan
+  flagged = np.asarray(jax.jit(_matrix_tree._needs_exact)(jnp.asarray(inverse), jnp.asarray(inverse)))
+  assert flagged[5] and not flagged[np.arange(64) != 5].any()
+
 @pytest.mark.parametrize('num_sharp,chunk_work', [(3, None), (6, None), (5, 2 * 6**3)])
 def test_few_sharp_elements_in_a_large_batch(num_sharp, chunk_work, monkeypatch):
   """Sharp sentences among 32 are gathered, recomputed exactly and scattered back: with the default

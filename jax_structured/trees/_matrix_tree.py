@@ -439,11 +439,19 @@ def _needs_exact(lap, inverse):
   below 1e-2 for the well-conditioned problems of those sizes. So the threshold `6 sqrt(eps)`
   (2e-3 in float32, 9e-8 in float64) keeps the LU path for ordinary scores and bounds its error by
   about 1e-3 (float32) / 4e-8 (float64).
+
+  Finiteness is decided by SUMS, not by the norms' maxima: XLA's vectorised max reduction on the CPU
+  can drop NaN (at B = 64, n = 64 a batch whose inverses were NaN got finite norms, so a zero pivot,
+  e.g. root potentials that all underflow next to arc scores ~130 higher, went unflagged and NaN
+  marginals reached a model: SNLI structured attention diverged at step 135), while a sum of
+  absolute values is finite exactly when every term is (or overflows, which flags it too).
   """
   eps = jnp.finfo(inverse.dtype).eps
-  norm_lap = jnp.max(jnp.sum(jnp.abs(lap), axis=-2), axis=-1)
-  norm_inverse = jnp.max(jnp.sum(jnp.abs(inverse), axis=-1), axis=-1)
-  return ~(eps * norm_lap * norm_inverse < _lu_tolerance(inverse.dtype))
+  column_sums = jnp.sum(jnp.abs(lap), axis=-2)  # [..., n]
+  row_sums = jnp.sum(jnp.abs(inverse), axis=-1)  # [..., n]
+  estimate = eps * jnp.max(column_sums, axis=-1) * jnp.max(row_sums, axis=-1)
+  finite = jnp.isfinite(jnp.sum(column_sums, axis=-1) + jnp.sum(row_sums, axis=-1))
+  return ~(finite & (estimate < _lu_tolerance(inverse.dtype)))
 
 
 def _lu_tolerance(dtype):
