@@ -23,6 +23,14 @@ Numerics (all exact, no eps, no clamping of scores):
   `exp(-c[m])`; `log Z = log|det L(scores - c)| + sum_m c[m]`, and the marginals are unchanged. The
   largest potential of every column is then 1, so nothing overflows (float32 is fine for
   |scores| <= 60 and n = 500).
+* Root row shift (single root): row 0 of `L_bar` holds only root potentials, so scaling it by
+  `exp(-c_r)` with `c_r = max_m (root_scores[m] - c[m])` scales `det` by `exp(-c_r)` and leaves the
+  marginals unchanged (`X[:, 0]` scales by `exp(c_r)`, the root potentials by `exp(-c_r)`, the other
+  columns of `X` not at all); `log Z` gains `c_r`. The largest entry of row 0 is then 1. Without it,
+  root scores a few units below the arc scores (a bilinear arc scorer next to a linear root scorer)
+  made row 0 tiny: at n = 30 with arc scores 5 above N(0, 1) root scores, 50 of 64 sentences failed
+  the error estimate and took the exact path (0 with the shift), and ~90 below, every root potential
+  underflowed and the LU met a zero pivot.
 * Padding: positions at or past `lengths` become identity rows/columns (their potentials are 0 and
   their diagonal is 1), so the determinant and the inverse restricted to real words are those of
   the unpadded problem; padded marginals are exactly 0. `lengths == 0` gives `log Z = 0`.
@@ -116,18 +124,22 @@ def _arc_mask(mask):
   return mask[..., :, None] & mask[..., None, :] & ~jnp.eye(n, dtype=bool)
 
 
-def _potentials(arc_scores, root_scores, mask):
-  """Column-shifted potentials.
+def _potentials(arc_scores, root_scores, mask, single_root):
+  """Column-shifted potentials, and in the single-root case a shifted root row (module docstring).
 
   Args:
     arc_scores: [..., n, n] float.
     root_scores: [..., n] float.
     mask: [..., n] bool, real words.
+    single_root: root mode; only then is the root row shifted.
 
   Returns:
-    (arc_potentials [..., n, n], root_potentials [..., n], shift [..., n]) with
+    (arc_potentials [..., n, n], root_potentials [..., n], shift [..., n], root_shift [...]) with
     `arc_potentials[h, m] = exp(arc_scores[h, m] - shift[m])` on real arcs (0 elsewhere and on the
-    diagonal), likewise for ROOT; `shift[m]` is the column max (0 on padding), without gradient.
+    diagonal) and `root_potentials[m] = exp(root_scores[m] - shift[m] - root_shift)` (0 on padding);
+    `shift[m]` is the column max (0 on padding), `root_shift` the largest `root_scores[m] - shift[m]`
+    (single root; 0 otherwise and for empty sentences), both without gradient. `log Z` is the log
+    determinant of their Laplacian plus `sum(shift) + root_shift`.
   """
   arc_ok = _arc_mask(mask)
   arc = jnp.where(arc_ok, arc_scores, -jnp.inf)
@@ -135,8 +147,13 @@ def _potentials(arc_scores, root_scores, mask):
   shift = jnp.maximum(jnp.max(arc, axis=-2), root)
   shift = lax.stop_gradient(jnp.where(mask, shift, 0.0))
   arc_potentials = jnp.exp(arc - shift[..., None, :])
-  root_potentials = jnp.exp(root - shift)
-  return arc_potentials, root_potentials, shift
+  root = root - shift
+  root_shift = jnp.zeros(root.shape[:-1], root.dtype)
+  if single_root:
+    root_shift = jnp.max(root, axis=-1)
+    root_shift = lax.stop_gradient(jnp.where(jnp.isfinite(root_shift), root_shift, 0.0))
+  root_potentials = jnp.exp(root - root_shift[..., None])
+  return arc_potentials, root_potentials, shift, root_shift
 
 
 def _laplacian(arc_potentials, root_potentials, mask, single_root):
@@ -556,7 +573,8 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
   which on the CPU with glibc can cost page faults on every call (README, trees benchmark).
   """
   arc_scores, root_scores, lengths, mask = _prepare(arc_scores, root_scores, lengths)
-  arc_potentials, root_potentials, shift = _potentials(arc_scores, root_scores, mask)
+  arc_potentials, root_potentials, shift, root_shift = _potentials(arc_scores, root_scores, mask,
+                                                                   single_root)
   lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
   logdet, inverse, exact = _logdet_and_inverse(lap)
   exact = exact > 0
@@ -570,7 +588,8 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
   exact_fn = lambda inputs: _exact_log_z_and_marginals(*inputs, single_root)
   log_z, arc_marginals, root_marginals = _replace_flagged(
       flat(exact, ()), exact_fn, (flat(arc_scores, (n, n)), flat(root_scores, (n,)), flat(mask, (n,))),
-      (flat(logdet + total_shift, ()), flat(arc_marginals, (n, n)), flat(root_marginals, (n,))),
+      (flat(logdet + total_shift + root_shift, ()), flat(arc_marginals, (n, n)),
+       flat(root_marginals, (n,))),
       _chunk_size(size, n))
   log_z = log_z.reshape(exact.shape)
   arc_marginals = arc_marginals.reshape(exact.shape + (n, n))
@@ -896,7 +915,7 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
   arc_scores, root_scores, _, mask = _prepare(arc_scores, root_scores, lengths)
   arc_scores = lax.stop_gradient(arc_scores)
   root_scores = lax.stop_gradient(root_scores)
-  arc_potentials, root_potentials, _ = _potentials(arc_scores, root_scores, mask)
+  arc_potentials, root_potentials, _, _ = _potentials(arc_scores, root_scores, mask, single_root)
   lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
   _, inverse = _lu_logdet_and_inverse(lap)
   exact = _needs_exact(lap, inverse)

@@ -82,15 +82,16 @@ def parse_sizes(text):
 
 def _laplacian(arc_scores, root_scores, lengths):
   arc_scores, root_scores, _, mask = _matrix_tree._prepare(arc_scores, root_scores, lengths)
-  arc_potentials, root_potentials, shift = _matrix_tree._potentials(arc_scores, root_scores, mask)
+  arc_potentials, root_potentials, shift, root_shift = _matrix_tree._potentials(
+      arc_scores, root_scores, mask, single_root=True)
   lap = _matrix_tree._laplacian(arc_potentials, root_potentials, mask, single_root=True)
-  return arc_potentials, root_potentials, shift, lap
+  return arc_potentials, root_potentials, jnp.sum(shift, axis=-1) + root_shift, lap
 
 
 def naive_log_partition(arc_scores, root_scores, lengths=None):
   """log Z by `jnp.linalg.slogdet` (single root)."""
-  _, _, shift, lap = _laplacian(arc_scores, root_scores, lengths)
-  return jnp.linalg.slogdet(lap)[1] + jnp.sum(shift, axis=-1)
+  _, _, log_scale, lap = _laplacian(arc_scores, root_scores, lengths)
+  return jnp.linalg.slogdet(lap)[1] + log_scale
 
 
 def naive_marginals(arc_scores, root_scores, lengths=None):
@@ -116,7 +117,7 @@ def _loss_and_grad(marginals_fn):
 
 
 def one_sharp_sentence(arc_scores):
-  """`arc_scores` [B, n, n] (n >= 2) with arcs 0 -> 1 and 1 -> 0 of sentence 0 scored 40.
+  """`arc_scores` [B, n, n] (n >= 3) with arcs 0 -> 1 and 1 -> 0 of sentence 0 scored 40.
 
   That sentence's Laplacian is then too ill-conditioned for the LU path (`_needs_exact` flags it, in
   float32 and float64), as happens to a few sentences per batch once a model's scores sharpen; the
@@ -126,7 +127,8 @@ def one_sharp_sentence(arc_scores):
 
 
 def all_sharp(arc_scores):
-  """`arc_scores` [B, n, n] (n >= 2) with arcs 0 -> 1 and 1 -> 0 of EVERY sentence scored 40."""
+  """`arc_scores` [B, n, n] (n >= 3) with arcs 0 -> 1 and 1 -> 0 of EVERY sentence scored 40 (a 2-word
+  sentence is not sharp that way: both of its trees use one of the two arcs)."""
   return arc_scores.at[:, 0, 1].set(40.0).at[:, 1, 0].set(40.0)
 
 
