@@ -339,7 +339,6 @@ def test_sharp_scores_no_nan_batch():
     np.testing.assert_allclose(root_m, exact[1], atol=1e-3)
 
 
-
 def test_zero_pivot_batch_is_flagged_at_64x64():
   """The stop-30 defect (SNLI structured attention diverged at step 135): root scores ~0 under arc
   scores ~100 made every root potential underflow, so the LU met a zero pivot and its inverse was NaN.
@@ -378,7 +377,8 @@ def test_root_row_shift_keeps_offset_scores_on_the_lu_path(offset):
   """Single root, arc scores `offset` above N(0, 1) root scores (a bilinear arc scorer next to a linear
   root scorer): with row 0 of L_bar shifted to a largest entry of 1 no sentence needs the exact path,
   log Z and the marginals match float64 (which the shift does not change: it is a row scaling); without
-  the shift many sentences failed the error estimate (and at ~90, the LU itself)."""
+  the shift many sentences failed the error estimate (and ~100 below, the LU itself:
+  test_zero_pivot_batch_is_flagged_at_64x64)."""
   rng = np.random.default_rng(1)
   arc = (offset + 3 * rng.normal(size=(64, 30, 30))).astype(np.float32)
   root = rng.normal(size=(64, 30)).astype(np.float32)

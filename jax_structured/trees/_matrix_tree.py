@@ -29,7 +29,7 @@ Numerics (all exact, no eps, no clamping of scores):
   columns of `X` not at all); `log Z` gains `c_r`. The largest entry of row 0 is then 1. Without it,
   root scores a few units below the arc scores (a bilinear arc scorer next to a linear root scorer)
   made row 0 tiny: at n = 30 with arc scores 5 above N(0, 1) root scores, 50 of 64 sentences failed
-  the error estimate and took the exact path (0 with the shift), and ~90 below, every root potential
+  the error estimate and took the exact path (0 with the shift), and ~100 below, every root potential
   underflowed and the LU met a zero pivot.
 * Padding: positions at or past `lengths` become identity rows/columns (their potentials are 0 and
   their diagonal is 1), so the determinant and the inverse restricted to real words are those of
