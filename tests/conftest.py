@@ -9,9 +9,12 @@ os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 
 import jax  # noqa: E402
 
-# Must happen before any JAX operation (multi-device tests rely on 8 CPU devices).
+from launch import _fast_compile  # noqa: E402
+
+# Must happen before any JAX operation (multi-device tests rely on 8 CPU devices). The suite is
+# compile-bound: LLVM at -O0 and XLA's older fusion emitter (launch/_fast_compile.py).
 jax.config.update('jax_num_cpu_devices', 8)
-jax.config.update('jax_disable_most_optimizations', True)
+_fast_compile.use_fast_cpu_compiles()
 jax.config.update('jax_enable_x64', True)
 
 import pytest  # noqa: E402

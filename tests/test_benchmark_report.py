@@ -1,7 +1,9 @@
-"""`python -m launch.benchmark report`: the --quick run of every family, the budget, families that
+"""`python -m launch.benchmark report`: the real --quick run of every family, the budget, families that
 are missing or fail, the files written while it runs, the trees ratios, the parser's baselines."""
 import json
 import math
+import os
+import pathlib
 import time
 
 import jax
@@ -36,14 +38,35 @@ class _FakeBench:
   evaluate = train
 
 
-def test_quick_report_has_every_family_with_finite_numbers(tmp_path, monkeypatch):
-  """--quick through every family's `report_tables`, with the compiled steps stubbed out.
+def test_quick_report_runs_every_family_for_real(tmp_path):
+  """`python -m launch.benchmark report --quick`, the real command: every family runs (worker
+  processes, the fast compile settings) and reports finite numbers. ~50 s on an idle 2-core CPU."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  out = tmp_path / 'quick'
+  done = subprocess.run([sys.executable, '-m', 'launch.benchmark', 'report', '--quick', f'--out={out}'],
+                        cwd=pathlib.Path(__file__).resolve().parents[1], capture_output=True, text=True,
+                        timeout=900, check=False)
+  assert done.returncode == 0, done.stderr[-3000:]
+  on_disk = json.loads((out / 'report.json').read_text())
+  assert on_disk['complete'] and on_disk['settings']['quick'] and on_disk['settings']['jobs'] >= 1
+  assert [f['name'] for f in on_disk['families']] == [f.name for f in report.FAMILIES]
+  assert {f['name']: f['status'] for f in on_disk['families'] if f['status'] != 'ok'} == {}
+  assert all(f['tables'] and all(t['rows'] for t in f['tables']) for f in on_disk['families'])
+  numbers = [v for _, _, v in _numbers(on_disk) if isinstance(v, (int, float))]
+  assert len(numbers) > 100 and all(math.isfinite(v) for v in numbers)
+  assert not [x for x in _numbers(on_disk) if x[2] in ('nan', 'inf', '-inf')]
+  assert 'fusion_emitters=false' in on_disk['environment']['XLA_FLAGS']
+  assert on_disk['environment']['compile'].startswith('fast')
+  text = (out / 'report.md').read_text()
+  assert all(f'## {f.name}: ' in text for f in report.FAMILIES) and 'QUICK sizes' in text
+  # A gross regression guard (the goal is under a minute on an idle 2-core CPU; CI shares its cores).
+  assert on_disk['elapsed_s'] < 300, on_disk['elapsed_s']
 
-  Compiling the quick run's ~40 real programs costs 2-3 CPU minutes, too much for the suite; the
-  measurements themselves have their own tiny real tests (test_matrix_tree, test_benchmark_liu_lapata,
-  test_lstmn_train). Here each family must be in both files with tables of finite numbers, and a family
-  whose module is not written yet 'not available'.
-  """
+
+def test_quick_report_tables_from_known_numbers(tmp_path, monkeypatch):
+  """The tables each family assembles from known measurements (stubbed: the real run is the test
+  above), and a family whose module is not written yet 'not available'."""
   from launch.benchmarks import liu_lapata  # pylint: disable=g-import-not-at-top
   from launch.benchmarks import lstmn  # pylint: disable=g-import-not-at-top
   from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
@@ -293,3 +316,34 @@ def test_interleaved_medians_round_robin_and_column_budget():
                                          column_budget_s=0.01)
   assert order == ['fast', 'slow', 'fast', 'slow', 'fast', 'fast', 'fast']
   assert times['slow'][2] == 1 and times['fast'][2] == 4 and times['slow'][0] >= 0.02
+
+
+def fake_waits_for_the_other(report_run):
+  """Each of two families (in worker processes) writes its file, then waits for the other's: both
+  finish only when they run at the same time."""
+  del report_run
+  out = pathlib.Path(os.environ['FAKE_FAMILY_DIR'])
+  mine = out / f'{os.getpid()}.started'
+  mine.write_text('')
+  deadline = time.monotonic() + 60
+  while len(list(out.glob('*.started'))) < 2:
+    if time.monotonic() > deadline:
+      raise TimeoutError('the other family never started: families did not run at the same time')
+    time.sleep(0.05)
+  yield _table(f'met the other family in process {os.getpid()}', 1.0)
+
+
+def test_jobs_run_families_at_the_same_time_in_worker_processes(tmp_path, monkeypatch):
+  monkeypatch.setenv('FAKE_FAMILY_DIR', str(tmp_path))
+  here = __name__
+  families = [report.Family(name, 'concurrent', entry=f'{here}:fake_waits_for_the_other', quick_seconds=s)
+              for name, s in (('short', 1), ('long', 5))]
+  out = report.run_report(str(tmp_path / 'report'), quick=True, families=families, jobs=2)
+  assert [(f['name'], f['status'], len(f['tables'])) for f in out['families']] == [
+      ('short', 'ok', 1), ('long', 'ok', 1)]
+  processes = {f['tables'][0]['title'] for f in out['families']}
+  assert len(processes) == 2 and str(os.getpid()) not in ''.join(processes)
+  assert out['settings']['jobs'] == 2 and out['complete']
+  assert json.loads((tmp_path / 'report' / 'report.json').read_text()) == json.loads(json.dumps(out))
+  with pytest.raises(ValueError, match='--jobs=2: families run one at a time'):
+    report.run_report(str(tmp_path), quick=False, families=families, jobs=2)

@@ -156,10 +156,12 @@ class ReportRun:
   repeats: int
   dtype: str
   budget: Budget
+  skipped: list[str] = dataclasses.field(default_factory=list)  # this run's units left out
 
   def unit(self, what: str) -> bool:
     """True when there is budget left for the unit `what`; otherwise records it as skipped."""
     if self.budget.exhausted():
       self.budget.skip(what)
+      self.skipped.append(what)
       return False
     return True

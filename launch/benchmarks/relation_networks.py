@@ -33,6 +33,9 @@ BASELINE = 'bilstm_max'
 MODELS = ('bilstm_max', 'rn_none', 'rn_latent', 'rn_intra_attn_latent', 'recurrent_rn_supervised',
           'recurrent_rn_latent')
 QUICK_SIZES = ((4, 6, 8),)
+# --quick: the baseline, the latent-tree RN and the recurrent one (every code path of the others is
+# one of these with another tree or aggregation); half the family's compiles.
+QUICK_MODELS = ('bilstm_max', 'rn_latent', 'recurrent_rn_latent')
 
 
 def parse_sizes(text):
@@ -68,6 +71,7 @@ def step_fns(row, hidden, dtype):
   model = models.build(model_config(row, hidden), vocab_size=VOCAB_SIZE, num_classes=NUM_CLASSES)
   tx = optax.sgd(0.1)
 
+  @jax.jit  # one program (op by op, the init dispatched ~70 small compiles per model)
   def init(batch):
     params = model.init(jax.random.key(0), batch)['params']
     params = jax.tree.map(lambda x: x.astype(dtype), params)
@@ -166,11 +170,13 @@ def main(argv):
 
 
 def report_tables(report_run):
-  """The report's relation_networks family (`python -m launch.benchmark report`): `run` per size."""
+  """The report's relation_networks family (`python -m launch.benchmark report`): `run` per size
+  (--quick: `QUICK_MODELS`)."""
   rows = []
   for batch_size, n, hidden in QUICK_SIZES if report_run.quick else parse_sizes(DEFAULT_SIZES):
     if report_run.unit(f'relation_networks {batch_size}x{n}x{hidden}'):
-      rows += run([(batch_size, n, hidden)], repeats=report_run.repeats, dtype=report_run.dtype)
+      rows += run([(batch_size, n, hidden)], repeats=report_run.repeats, dtype=report_run.dtype,
+                  rows=QUICK_MODELS if report_run.quick else MODELS)
   if not rows:
     return
   yield benchmarks.Table(

@@ -1,7 +1,7 @@
 r"""Every benchmark table of the issues in one run: `python -m launch.benchmark report`.
 
-  python -m launch.benchmark report --out=DIR [--budget_s=480] [--quick] [--families=trees,lstmn]
-      [--repeats=N] [--dtype=float32]
+  python -m launch.benchmark report --out=DIR [--budget_s=480] [--quick [--jobs=N]]
+      [--families=trees,lstmn] [--repeats=N] [--dtype=float32]
 
 Runs each benchmark family of `FAMILIES` in order, with the baselines each family times side by side,
 and writes `DIR/report.md` (one section per family: its tables with absolute times AND ratios, the
@@ -14,9 +14,11 @@ leaves a valid, partial report (`"complete": false`).
   of work (a size, a group of variants); a unit started before the budget ran out is finished, the
   ones after are skipped and listed under "Skipped for the budget", and a family not reached is marked
   "skipped (budget)".
-* `--quick`: tiny sizes and models, 2 repeats: the CPU smoke run of every family. It is compile-bound
-  (minutes on a 2-core CPU; README "Benchmarks" has the per-family seconds). The suite runs every
-  family's `report_tables` with the measurements stubbed (test_benchmark_report).
+* `--quick`: tiny sizes and models, 2 repeats: the CPU smoke run of every family. It is compile-bound,
+  so it compiles with LLVM at -O0 and XLA's older fusion emitter (`launch/_fast_compile.py`, named in
+  the report's header); README "Benchmarks" has its seconds per family.
+* `--jobs`: families run at the same time, each in a worker process (with --quick only; its default
+  there is one per CPU core, at most 4): the smoke run is CPU-bound, so it gains about the core count.
 * `--repeats`: timed calls per measurement (default 10; 2 with --quick).
 * `--families`: a comma-separated subset of the names below (default: all).
 
@@ -34,12 +36,15 @@ module or function does not exist yet is reported as "not available"):
 On the CPU (`OPENBLAS_NUM_THREADS=1` on a small shared machine) only the ratios mean much; the goals
 of the issues are stated for a GPU and each goal line names the device it was measured on.
 """
+import concurrent.futures
 import dataclasses
 import datetime
+import functools
 import importlib
 import importlib.metadata
 import json
 import math
+import multiprocessing
 import os
 import platform
 import subprocess
@@ -50,12 +55,15 @@ from absl import flags
 from absl import logging
 import jax
 
+from launch import _fast_compile
 from launch import benchmarks
 
 OUT = flags.DEFINE_string('out', None, 'Directory for report.md and report.json (created if missing).')
 BUDGET_S = flags.DEFINE_float('budget_s', 480.0, 'Wall seconds for the whole report; families stop '
                               'starting new units of work once it is spent.')
 QUICK = flags.DEFINE_bool('quick', False, 'Tiny sizes and models, 2 repeats (CPU smoke run).')
+JOBS = flags.DEFINE_integer('jobs', None, 'Families run at the same time (processes); only with --quick '
+                            '(default there: the CPU count, at most 4), else 1.')
 FAMILIES_FLAG = flags.DEFINE_string('families', None, 'Comma-separated families to run (default all).')
 
 DEFAULT_REPEATS = 10
@@ -75,21 +83,25 @@ class Family:
   name: str
   title: str
   entry: Optional[str] = None
+  quick_seconds: float = 10.0  # its seconds in a --quick run; the --jobs queue starts the longest
 
   def target(self) -> tuple[str, str]:
     module, _, function = (self.entry or f'launch.benchmarks.{self.name}:report_tables').partition(':')
     return module, function
 
 
+# quick_seconds: the family's seconds in `report --quick --jobs=2` on an idle 2-core CPU (measured;
+# 50 s in all, 94 s of family time).
 FAMILIES = (
     Family('trees', 'trees core: marginals, +grad, MST, projective marginals, sampling',
-           entry='launch.benchmarks.report:trees_tables'),
-    Family('liu_lapata', 'Liu & Lapata (2018): Table 2 (SNLI), Yelp epoch, attention breakdown'),
-    Family('lstmn', 'Cheng et al. (2016): LSTMN vs LSTM training tokens/s'),
-    Family('parser', 'Biaffine tree-CRF parser (EWT size): sentences/s'),
-    Family('relation_networks', 'Relation networks'),
-    Family('tree_lstm', 'Tree-LSTM'),
-    Family('mhs_rnn', 'MHS-RNN'),
+           entry='launch.benchmarks.report:trees_tables', quick_seconds=9),
+    Family('liu_lapata', 'Liu & Lapata (2018): Table 2 (SNLI), Yelp epoch, attention breakdown',
+           quick_seconds=28),
+    Family('lstmn', 'Cheng et al. (2016): LSTMN vs LSTM training tokens/s', quick_seconds=2),
+    Family('parser', 'Biaffine tree-CRF parser (EWT size): sentences/s', quick_seconds=15),
+    Family('relation_networks', 'Relation networks', quick_seconds=20),
+    Family('tree_lstm', 'Tree-LSTM', quick_seconds=10),
+    Family('mhs_rnn', 'MHS-RNN', quick_seconds=10),
 )
 
 
@@ -246,16 +258,62 @@ def environment() -> dict[str, Any]:
       'jaxlib': getattr(jaxlib, '__version__', None) or jaxlib.version.__version__,
       'python': platform.python_version(), 'cpu_count': os.cpu_count(),
       'OPENBLAS_NUM_THREADS': os.environ.get('OPENBLAS_NUM_THREADS', 'unset'),
+      'XLA_FLAGS': os.environ.get('XLA_FLAGS', ''),
+      'compile': ('fast: LLVM -O0 (jax_disable_most_optimizations)'
+                  if jax.config.read('jax_disable_most_optimizations') else 'optimised'),
       'commit': commit,
       'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
       'baselines': {name: package_version(name) for name in ('torch', 'torch-struct', 'synjax')},
   }
 
 
+def run_family(family: Family, run: benchmarks.ReportRun, on_table: Optional[Callable] = None,
+               ) -> dict[str, Any]:
+  """Runs one family's `report_tables(run)`: its report entry's 'status', 'reason', 'seconds',
+  'tables', 'skipped'. `on_table(result)` sees the entry so far after every table."""
+  result = {'status': 'running', 'reason': '', 'seconds': 0.0, 'tables': [], 'skipped': []}
+  try:
+    report_tables = load_family(family)
+  except FamilyUnavailable as e:
+    return dict(result, status='not available', reason=str(e))
+  if not run.unit(family.name):
+    return dict(result, status='skipped (budget)', skipped=list(run.skipped))
+  logging.info('report: family %s (%.0f s of the budget left)', family.name, run.budget.left())
+  start = run.budget.elapsed()
+  try:
+    for table in report_tables(run):
+      result['tables'].append(table_dict(table))
+      result['seconds'] = run.budget.elapsed() - start
+      if on_table:
+        on_table(result)
+    result['status'] = 'partial (budget)' if run.skipped else 'ok'
+  except Exception as e:  # pylint: disable=broad-except
+    logging.error('report: family %s failed:\n%s', family.name, traceback.format_exc())
+    result['status'], result['reason'] = 'failed', f'{type(e).__name__}: {e}'
+  result['seconds'] = run.budget.elapsed() - start
+  result['skipped'] = list(run.skipped)
+  return result
+
+
+def _start_worker(quick: bool, dtype: str) -> None:
+  """A `--jobs` worker process: the parent's compile settings (XLA_FLAGS came with the environment)."""
+  if quick:
+    _fast_compile.use_fast_cpu_compiles()
+  if dtype == 'float64':
+    jax.config.update('jax_enable_x64', True)
+
+
+def _run_family_in_worker(family: Family, quick: bool, repeats: int, dtype: str, seconds_left: float,
+                          ) -> dict[str, Any]:
+  budget = benchmarks.Budget(max(seconds_left, 1e-9))
+  return run_family(family, benchmarks.ReportRun(quick=quick, repeats=repeats, dtype=dtype,
+                                                 budget=budget))
+
+
 def run_report(out_dir: str, *, quick: bool = False, budget_s: float = 480.0,
                repeats: Optional[int] = None, dtype: str = 'float32',
                families: Optional[Sequence[Family]] = None,
-               clock: Optional[Callable[[], float]] = None) -> dict[str, Any]:
+               clock: Optional[Callable[[], float]] = None, jobs: int = 1) -> dict[str, Any]:
   """Runs the families, rewriting `out_dir`/report.{md,json} after each table; returns the report.
 
   Args:
@@ -266,57 +324,59 @@ def run_report(out_dir: str, *, quick: bool = False, budget_s: float = 480.0,
     dtype: 'float32' or 'float64' (the caller enables jax_enable_x64 for float64).
     families: the families to run (default `FAMILIES`).
     clock: seconds clock of the budget (default `time.monotonic`; tests pass a fake one).
+    jobs: families run at the same time, each in a worker process (longest `quick_seconds` first;
+      the files are then rewritten after each family rather than each table). Only with `quick`:
+      concurrent families disturb each other's timings. Threads gained less: tracing holds the GIL.
 
   Returns:
     The report dict written to report.json: 'environment', 'settings', 'families' (per family:
     'name', 'title', 'status' in {'ok', 'partial (budget)', 'skipped (budget)', 'not available',
     'failed'}, 'reason', 'seconds', 'tables', 'skipped'), 'skipped', 'elapsed_s', 'complete'.
   """
+  if jobs < 1 or (jobs > 1 and not quick):
+    raise ValueError(f'--jobs={jobs}: families run one at a time (1) except with --quick, whose '
+                     'numbers are a smoke test (concurrent families disturb each other\'s timings)')
   families = list(FAMILIES if families is None else families)
   repeats = repeats or (QUICK_REPEATS if quick else DEFAULT_REPEATS)
   budget = benchmarks.Budget(budget_s, clock)
-  run = benchmarks.ReportRun(quick=quick, repeats=repeats, dtype=dtype, budget=budget)
   os.makedirs(out_dir, exist_ok=True)
   report = {'environment': environment(),
             'settings': {'quick': quick, 'budget_s': budget_s, 'repeats': repeats, 'dtype': dtype,
-                         'families': [f.name for f in families]},
+                         'families': [f.name for f in families], 'jobs': jobs},
             'families': [{'name': f.name, 'title': f.title, 'status': 'pending', 'reason': '',
                           'seconds': 0.0, 'tables': [], 'skipped': []} for f in families],
             'skipped': budget.skipped, 'elapsed_s': 0.0, 'complete': False}
 
-  def save():
+  def save(entry=None, result=None):
+    if entry is not None:
+      entry.update(result)
+      if result['status'] != 'running':
+        budget.skipped.extend(s for s in result['skipped'] if s not in budget.skipped)
     report['elapsed_s'] = budget.elapsed()
     write_report(out_dir, report)
 
   save()
-  for family, entry in zip(families, report['families']):
-    try:
-      report_tables = load_family(family)
-    except FamilyUnavailable as e:
-      entry['status'], entry['reason'] = 'not available', str(e)
-      continue
-    if not run.unit(family.name):
-      entry['status'] = 'skipped (budget)'
-      entry['skipped'] = [family.name]
-      continue
-    logging.info('report: family %s (%.0f s of the budget left)', family.name, budget.left())
-    start, skipped_before = budget.elapsed(), len(budget.skipped)
-    entry['status'] = 'running'
-    save()
-    try:
-      for table in report_tables(run):
-        entry['tables'].append(table_dict(table))
-        entry['seconds'] = budget.elapsed() - start
-        save()
-      entry['status'] = 'ok'
-    except Exception as e:  # pylint: disable=broad-except
-      logging.error('report: family %s failed:\n%s', family.name, traceback.format_exc())
-      entry['status'], entry['reason'] = 'failed', f'{type(e).__name__}: {e}'
-    entry['seconds'] = budget.elapsed() - start
-    entry['skipped'] = budget.skipped[skipped_before:]
-    if entry['status'] == 'ok' and entry['skipped']:
-      entry['status'] = 'partial (budget)'
-    save()
+  if jobs == 1:
+    for family, entry in zip(families, report['families']):
+      run = benchmarks.ReportRun(quick=quick, repeats=repeats, dtype=dtype, budget=budget)
+      save(entry, run_family(family, run, on_table=functools.partial(save, entry)))
+  else:
+    queue = sorted(zip(families, report['families']), key=lambda pair: -pair[0].quick_seconds)
+    with concurrent.futures.ProcessPoolExecutor(
+        jobs, mp_context=multiprocessing.get_context('spawn'), initializer=_start_worker,
+        initargs=(quick, dtype)) as pool:
+      running = {pool.submit(_run_family_in_worker, family, quick, repeats, dtype, budget.left()):
+                 entry for family, entry in queue}
+      for entry in running.values():
+        entry['status'] = 'running'
+      save()
+      for future in concurrent.futures.as_completed(running):
+        try:
+          result = future.result()
+        except Exception as e:  # pylint: disable=broad-except  (the worker process died)
+          result = {'status': 'failed', 'reason': f'worker process: {type(e).__name__}: {e}',
+                    'seconds': 0.0, 'tables': [], 'skipped': []}
+        save(running[future], result)
   report['complete'] = True
   save()
   return report
@@ -372,6 +432,8 @@ def format_markdown(report: dict[str, Any]) -> str:
            f'after a warm-up/compile call), budget {settings["budget_s"]:g} s, used '
            f'{report["elapsed_s"]:.0f} s' + (', QUICK sizes (smoke run)' if settings['quick'] else ''),
            f'- baselines: {baselines}',
+           f'- XLA compile: {env.get("compile", "optimised")}'
+           + (f'; XLA_FLAGS={env["XLA_FLAGS"]}' if env.get('XLA_FLAGS') else ''),
            f'- commit {env["commit"]}, {env["date"]}'
            + ('' if report['complete'] else '; **INCOMPLETE: the run was still going or was killed**'),
            '']
@@ -409,6 +471,11 @@ def write_report(out_dir: str, report: dict[str, Any]) -> None:
     os.replace(path + '.tmp', path)
 
 
+def default_quick_jobs() -> int:
+  """Families at a time for --quick: one per CPU core (compiles run in parallel), at most 4."""
+  return max(1, min(4, os.cpu_count() or 1))
+
+
 def main(argv):
   extra = [a for a in argv[2:] if not a.startswith('-')]
   if extra:
@@ -416,12 +483,15 @@ def main(argv):
                      '--out=DIR [--budget_s=480] [--quick] [--families=...] [--repeats=N] [--dtype=...]')
   if not OUT.value:
     raise ValueError('--out=DIR is required: the directory that receives report.md and report.json')
+  if QUICK.value:  # a compile-bound smoke run: cheaper compiles, the same programs
+    _fast_compile.use_fast_cpu_compiles()
   if benchmarks.DTYPE.value == 'float64':
     jax.config.update('jax_enable_x64', True)
   families = select_families(FAMILIES_FLAG.value)
   repeats = benchmarks.REPEATS.value if flags.FLAGS['repeats'].present else None
+  jobs = JOBS.value or (default_quick_jobs() if QUICK.value else 1)
   report = run_report(OUT.value, quick=QUICK.value, budget_s=BUDGET_S.value, repeats=repeats,
-                      dtype=benchmarks.DTYPE.value, families=families)
+                      dtype=benchmarks.DTYPE.value, families=families, jobs=jobs)
   print(format_markdown(report))
   print(f'wrote {os.path.join(OUT.value, "report.md")} and report.json')
   failed = [f['name'] for f in report['families'] if f['status'] == 'failed']
