@@ -235,6 +235,7 @@ def test_trees_ratios_and_goals(monkeypatch):
   assert first['ours/inv-AD marg'] == pytest.approx(1.25) and first['ours/ts marg'] == 'not installed'
   assert first['mst/TurboParser'] == pytest.approx(3.0 / 38.6)
   assert first['sample 1 sharp/sample'] == pytest.approx(3.0) and first['proj marg ms'] == 12.0
+  assert first['ours/inv-AD +grad'] == pytest.approx(1.0) and first['+grad 1 sharp/+grad'] == '-'
   notes = '\n'.join(ratios.notes)
   assert 'ours marg >= 2x faster than naive (512x32): 3.00x, met on cpu (the goal is for a GPU)' in notes
   assert 'ours +grad >= 2x faster than naive (512x32): 1.50x, missed' in notes
@@ -242,6 +243,11 @@ def test_trees_ratios_and_goals(monkeypatch):
   assert 'mst >= 10x faster than TurboParser CLE on the CPU (19.2 ms, 64x64): 6.40x, missed' in notes
   assert 'projective marginals < 10 ms (512x32): 12.00 ms, missed' in notes
   assert notes.count('projective') == 1
+  assert 'goal: ours marg within 1.2x of inv-AD (512x32): 1.25x, missed on cpu\n' in notes + '\n'
+  assert 'goal: ours +grad within 1.2x of inv-AD (64x64): 1.00x, met on cpu\n' in notes + '\n'
+  assert 'goal: ours marg at most 1x naive (32x200): 0.33x, met on cpu\n' in notes + '\n'
+  assert 'goal: marg with 1 sharp sentence at most 2x none (512x32): 1.50x, met on cpu\n' in notes + '\n'
+  assert 'torch-struct (' not in notes and '+grad with 1 sharp' not in notes
 
 
 def _is_single_root_tree(heads):
