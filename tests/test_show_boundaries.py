@@ -222,6 +222,8 @@ def test_show_boundaries_on_a_trained_workdir(trained, tmp_path):
   assert f'mean {result["phrases"]["mean"]:.2f}, min {result["phrases"]["min"]}' in proc.stdout
   assert 'paper (Yahoo Answers): mean 4.72, min 1, max 15' in proc.stdout
   assert (out / 'index.html').read_text(encoding='utf-8').count('class="doc"') == 1
+  # A quiet console: no INFO chatter of Orbax's restore (load_trained quiets the libraries).
+  assert 'checkpoint_manager.py' not in proc.stderr and 'Restoring checkpoint' not in proc.stderr
 
 
 def test_is_punctuation():

@@ -22,7 +22,6 @@ import numpy as np
 from jax_structured import errors
 from jax_structured import training
 from jax_structured.data import batching
-from jax_structured.training import metrics as metrics_lib
 
 
 def _is_translation(trained) -> bool:
@@ -118,7 +117,6 @@ def translate_file(workdir: str, input_path: str, output_path: Optional[str] = N
       raise errors.UserError(f'{reference_path}:{min(len(references), len(lines)) + 1}: the reference '
                              f'has {len(references)} lines, the input {input_path} {len(lines)}; they '
                              'must be aligned line by line')
-  metrics_lib.quiet_library_logs()  # Orbax's restore chatter
   trained = training.load_trained(workdir, checkpoint)
   if not _is_translation(trained):
     raise errors.UserError(f'{workdir} holds a {trained.config.model.get("name")!r} model, not a '

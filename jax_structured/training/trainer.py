@@ -698,6 +698,7 @@ class _SavedData:
 
 
 def _restore_setup(workdir: str, *, mode: str = 'none'):
+  metrics_lib.quiet_library_logs()  # every launcher reading a workdir: no Orbax / TFDS restore chatter
   config = ckpt_lib.read_config(workdir)
   files = ckpt_lib.read_run_files(workdir)
   run_info = files['run_info']
