@@ -760,7 +760,11 @@ def load_split(config: ml_collections.ConfigDict, vocab, split: str):
     KeyError naming the known splits when `split` does not exist.
   """
   from jax_structured import data  # pylint: disable=g-import-not-at-top
-  task_data = data.load(config.data)
+  data_config = config.data.copy_and_resolve_references()
+  if data_config.get('embeddings'):  # the trained table is in the checkpoint: no word2vec / file read
+    with data_config.unlocked():
+      data_config.embeddings = ''
+  task_data = data.load(data_config)
   if list(task_data.vocab.tokens) != list(vocab.tokens):
     raise ValueError(f'the data of config.data.name={config.data.name!r} gives a vocabulary that differs '
                      'from the one saved in the workdir (vocab.json): token ids would not match the '
