@@ -114,8 +114,8 @@ class Budget:
   """Wall-clock budget of one report run, checked by the families between their units of work.
 
   A unit is a size, a group of variants, a part: whatever one family measures in one go (tens of
-  seconds on the CPU at the default sizes). `exhausted()` is asked before each unit; a unit skipped
-  for the budget is recorded with `skip(...)` and listed in the report.
+  seconds on the CPU at the default sizes). `exhausted()` is asked before each unit (`ReportRun.unit`,
+  which records the units it skips).
   """
 
   def __init__(self, seconds: float, clock: Optional[Callable[[], float]] = None):
@@ -125,7 +125,6 @@ class Budget:
     self.seconds = float(seconds)
     self._clock = clock or time.monotonic
     self._start = self._clock()
-    self.skipped: list[str] = []
 
   def elapsed(self) -> float:
     return self._clock() - self._start
@@ -136,10 +135,6 @@ class Budget:
   def exhausted(self) -> bool:
     return self.left() <= 0
 
-  def skip(self, what: str) -> None:
-    """Records that `what` (e.g. 'trees 32x200') was not run for lack of budget."""
-    self.skipped.append(what)
-
 
 @dataclasses.dataclass
 class ReportRun:
@@ -149,19 +144,18 @@ class ReportRun:
     quick: tiny sizes and models (the CPU smoke run of the report; compile-bound, minutes on a CPU).
     repeats: timed calls per measurement (after one warm-up / compile call).
     dtype: 'float32' (the goals' dtype) or 'float64'.
-    budget: the shared `Budget`; check `budget.exhausted()` before each unit, `budget.skip(...)` what
-      is left out.
+    budget: the shared `Budget` (ask `unit(...)` before each unit of work).
+    skipped: the units `unit` said no to (e.g. 'trees 32x200'), listed in the report.
   """
   quick: bool
   repeats: int
   dtype: str
   budget: Budget
-  skipped: list[str] = dataclasses.field(default_factory=list)  # this run's units left out
+  skipped: list[str] = dataclasses.field(default_factory=list)
 
   def unit(self, what: str) -> bool:
     """True when there is budget left for the unit `what`; otherwise records it as skipped."""
     if self.budget.exhausted():
-      self.budget.skip(what)
       self.skipped.append(what)
       return False
     return True
