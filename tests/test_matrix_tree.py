@@ -406,6 +406,99 @@ def test_root_row_shift_keeps_offset_scores_on_the_lu_path(offset):
     np.testing.assert_allclose(root_m[i, :n], ref_root, atol=1e-5)
 
 
+def _two_cycle_problem(rng, n, cycle_score, dtype):
+  """N(0, 1) scores with words 0 and 1 each other's head at `cycle_score`: too sharp for the LU."""
+  arc = rng.normal(size=(n, n))
+  root = rng.normal(size=n)
+  arc[0, 1] = arc[1, 0] = cycle_score
+  return arc.astype(dtype), root.astype(dtype)
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+def test_linear_elimination_matches_enumeration(single_root, dtype):
+  """The linear elimination alone, on sharp problems it trusts (2-cycles scored 20 and 40, N(0, 10^2)
+  scores), vs enumeration: log Z, marginals, and the marginals' derivative vs finite differences."""
+  rng = np.random.default_rng(21)
+  mask = np.ones(6, bool)
+  problems = [_two_cycle_problem(rng, 6, score, dtype) for score in (20.0, 40.0)]
+  problems.append(tuple(x * 10 for x in _random_problem(rng, [6], 6, dtype=dtype)[:2]))
+  problems[-1] = (problems[-1][0][0], problems[-1][1][0])
+  linear = jax.jit(_matrix_tree._linear_marginals, static_argnums=3)
+  trusted = jax.jit(_matrix_tree._linear_trusted, static_argnums=3)
+  atol = 2e-6 if dtype == np.float32 else 1e-12
+  for arc, root in problems:
+    assert bool(trusted(arc, root, mask, single_root))
+    # The LU estimate rejects them: this is the exact path's work, not the LU's.
+    lap = _matrix_tree._laplacian(*_matrix_tree._potentials(arc, root, mask, single_root)[:2], mask,
+                                  single_root)
+    assert bool(_matrix_tree._needs_exact(lap, jnp.linalg.inv(lap))) or arc.max() < 40
+    log_z, arc_m, root_m = linear(arc, root, mask, single_root)
+    ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
+    np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-6 if dtype == np.float32 else 1e-13)
+    np.testing.assert_allclose(arc_m * (1 - np.eye(6)), ref_arc, atol=atol)
+    np.testing.assert_allclose(root_m, ref_root, atol=atol)
+  if dtype == np.float64:
+    arc, root = problems[0]
+    check_grads(lambda a, r: _matrix_tree._linear_sentence(a, r, mask, single_root)[1:], (arc, root),
+                order=2, modes=['fwd', 'rev'], eps=1e-5)
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_linear_elimination_matches_float64_log_space_at_n_64(single_root):
+  """float32 linear elimination vs the float64 log-space one at n = 64, several 2-cycles scored 15-45
+  plus N(0, 3^2): log Z, marginals, and the gradient of a loss through the marginals."""
+  rng = np.random.default_rng(22)
+  n = 64
+  mask = np.ones(n, bool)
+  arc = rng.normal(scale=3.0, size=(n, n))
+  root = rng.normal(scale=3.0, size=n)
+  for i, score in zip(range(0, 40, 8), (15.0, 25.0, 35.0, 45.0, 30.0)):
+    arc[i, i + 1] = arc[i + 1, i] = score
+  weights = rng.normal(size=(n, n))
+  loss = lambda fn: jax.jit(jax.value_and_grad(
+      lambda a, r: jnp.sum(weights * fn(a, r, mask, single_root)[1]), (0, 1)))
+  arc32, root32 = arc.astype(np.float32), root.astype(np.float32)
+  assert bool(_matrix_tree._linear_trusted(arc32, root32, mask, single_root))
+  got = jax.jit(_matrix_tree._linear_sentence, static_argnums=3)(arc32, root32, mask, single_root)
+  want = jax.jit(_matrix_tree._exact_sentence, static_argnums=3)(arc, root, mask, single_root)
+  np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+  np.testing.assert_allclose(got[1], want[1], atol=2e-6)
+  np.testing.assert_allclose(got[2], want[2], atol=2e-6)
+  (value, grads), (want_value, want_grads) = (loss(_matrix_tree._linear_sentence)(arc32, root32),
+                                              loss(_matrix_tree._exact_sentence)(arc, root))
+  np.testing.assert_allclose(value, want_value, rtol=1e-5, atol=1e-5)
+  for g, w in zip(grads, want_grads):
+    np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4 * np.abs(w).max())
+
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_untrusted_sentences_take_the_log_space_elimination(single_root):
+  """Words 0 and 1 each other's head at 0 and every other head of theirs (ROOT too) at -100: every
+  tree needs an arc e^-100 below its column's best, which underflows in float32, so the linear
+  elimination is not trusted there (it is in float64) and the result comes from log space, exact."""
+  n = 5
+  arc = np.full((n, n), -1.0)
+  root = np.full(n, -1.0)
+  arc[:, :2] = -100.0
+  root[:2] = -100.0
+  arc[0, 1] = arc[1, 0] = 0.0
+  mask = np.ones(n, bool)
+  assert not bool(_matrix_tree._linear_trusted(arc.astype(np.float32), root.astype(np.float32), mask,
+                                               single_root))
+  assert bool(_matrix_tree._linear_trusted(arc, root, mask, single_root))
+  ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
+  for dtype, atol in ((np.float32, 2e-6), (np.float64, 1e-12)):
+    log_z = LOG_Z(arc[None].astype(dtype), root[None].astype(dtype), single_root=single_root)
+    arc_m, root_m = MARGINALS(arc[None].astype(dtype), root[None].astype(dtype), single_root=single_root)
+    np.testing.assert_allclose(log_z[0], ref_log_z, rtol=1e-6)
+    np.testing.assert_allclose(arc_m[0] * (1 - np.eye(n)), ref_arc, atol=atol)
+    np.testing.assert_allclose(root_m[0], ref_root, atol=atol)
+  # The floor: n^3 tiny / eps.
+  assert _matrix_tree._linear_floor(np.float32, 200) == pytest.approx(-55.5, abs=0.1)
+  assert _matrix_tree._linear_floor(np.float64, 200) == pytest.approx(-656.5, abs=0.1)
+
+
 @pytest.mark.parametrize('num_sharp,chunk_work', [(3, None), (6, None), (5, 2 * 6**3)])
 def test_few_sharp_elements_in_a_large_batch(num_sharp, chunk_work, monkeypatch):
   """Sharp sentences among 32 are gathered, recomputed exactly and scattered back: with the default
