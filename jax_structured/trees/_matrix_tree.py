@@ -564,19 +564,11 @@ def _linear_trusted(arc_scores, root_scores, mask, single_root):
 
 
 def _linear_marginals(arc_scores, root_scores, mask, single_root):
-  """log Z and its gradient (the marginals) by the linear elimination and its reverse sweep (`_sweep`).
+  """`_elimination_marginals` (arguments and results alike) by the linear elimination, whose reverse
+  sweep is written out (`_linear_step_back`) and keeps one record of vectors per step.
 
   Exact where `_linear_trusted` says so; elsewhere finite or not, not to be used (and not to be
   differentiated: `_exact_log_z_and_marginals` passes it zeros there).
-
-  Args:
-    arc_scores: [n, n] raw scores (the diagonal and padding are ignored).
-    root_scores: [n].
-    mask: [n] bool, real words.
-    single_root: root mode.
-
-  Returns:
-    (log Z [], arc marginals [n, n], root marginals [n]); 0 on padding and the diagonal.
   """
   arc_potentials, root_potentials, log_scale = _linear_potentials(arc_scores, root_scores, mask,
                                                                   single_root)
@@ -622,14 +614,7 @@ def _marginals_jvp(marginals_fn, single_root, primals, tangents):
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
 def _exact_sentence(arc_scores, root_scores, mask, single_root):
-  """(log Z [], arc marginals [n, n], root marginals [n]) of one sentence by the log-space elimination.
-
-  Args:
-    arc_scores: [n, n] raw scores (padding and the diagonal are ignored).
-    root_scores: [n].
-    mask: [n] bool, real words.
-    single_root: root mode.
-  """
+  """`_elimination_marginals` (arguments and results alike) with the derivatives of `_marginals_jvp`."""
   return _elimination_marginals(arc_scores, root_scores, mask, single_root)
 
 
