@@ -350,6 +350,13 @@ def _elimination_start(arc_scores, root_scores, mask, single_root):
   return step, _inputs.vary_like(init, arc_scores, root_scores, mask)
 
 
+def _segments(n):
+  """(steps per segment, segments) for the eliminations' checkpointed sweeps: ceil(sqrt(n)) steps per
+  segment, and enough segments for n steps (steps past the n-th find no word left, change nothing)."""
+  inner = max(1, math.isqrt(n - 1) + 1) if n > 1 else 1
+  return inner, -(-n // inner)
+
+
 def _sweep(step, init, n):
   """Runs an elimination (`step`, `init`: see `_elimination_start`) and its hand-written reverse sweep.
 
@@ -363,8 +370,7 @@ def _sweep(step, init, n):
   Returns:
     (final carry, cotangent of the initial carry for d log Z = 1): the carry's last entry is log Z.
   """
-  inner = max(1, math.isqrt(n - 1) + 1) if n > 1 else 1  # ceil(sqrt(n)) steps per segment
-  outer = -(-n // inner)  # steps past the n-th find no word left and change nothing
+  inner, outer = _segments(n)
 
   def segment_forward(state, _):
     return lax.fori_loop(0, inner, lambda _, c: step(*c), state), state
@@ -428,8 +434,8 @@ def _linear_elimination_start(arc_potentials, root_potentials, mask, single_root
   """`_elimination_start` on the potentials themselves instead of their logs.
 
   The same elimination (`W' = W + W[:, k] W[k, :] / p`, pivots summed, never subtracted, largest
-  first) with products and sums in place of log-sums: ~10x faster than the log-space version (no
-  exp / log per entry), and as accurate as long as nothing it needs underflows (`_linear_trusted`).
+  first) with products and sums in place of log-sums (no exp / log per entry), as accurate as long
+  as nothing it needs underflows (`_linear_trusted`).
 
   Args:
     arc_potentials: [n, n] non-negative, column maxima 1 (`_linear_potentials`), 0 on the diagonal,
@@ -456,15 +462,16 @@ def _linear_elimination_start(arc_potentials, root_potentials, mask, single_root
     value = jnp.where(last, first_order[k], pivot)
     # Zero pivots (no tree) give finite garbage, never NaN (`_linear_trusted` rejects them).
     safe_pivot = jnp.where(pivot > 0, pivot, 1.0)
-    safe_value = jnp.where((count > 0) & (value > 0), value, 1.0)
+    usable = (count > 0) & (value > 0)  # a word was left and its value enters log Z
+    safe_value = jnp.where(usable, value, 1.0)
     scaled_row = _ratio(jnp.where(remaining, weights[k], 0.0), safe_pivot)
     column = jnp.where(remaining, weights[:, k], 0.0)
     weights = jnp.where(off_diagonal, weights + column[:, None] * scaled_row[None, :], 0.0)
     new_excess = excess + scaled_row * excess[k]
     new_first_order = first_order + scaled_row * first_order[k] if single_root else first_order
     # A zero pivot before the last word (or a zero last value): no tree, log Z = -inf (untrusted).
-    log_z = log_z + jnp.where((count > 0) & ~(value > 0), -jnp.inf, jnp.log(safe_value))
-    d_value = jnp.where((count > 0) & (value > 0), _ratio(jnp.ones_like(safe_value), safe_value), 0.0)
+    log_z = log_z + jnp.where((count > 0) & ~usable, -jnp.inf, jnp.log(safe_value))
+    d_value = jnp.where(usable, _ratio(jnp.ones_like(safe_value), safe_value), 0.0)
     record = (remaining, k, column, scaled_row, jnp.where(pivot > 0, pivot, 0.0), excess[k],
               first_order[k], jnp.where(last, 0.0, d_value), jnp.where(last, d_value, 0.0))
     return ((weights, new_excess, new_first_order, log_z), remaining & (jnp.arange(n) != k)), record
@@ -512,7 +519,7 @@ def _linear_step_back(cotangent, record, single_root):
 
 
 def _linear_floor(dtype, n):
-  """The smallest `log P_indep` (`_linear_marginals`) at which the linear elimination is trusted.
+  """The smallest `log P_indep` (`_linear_trusted`) at which the linear elimination is trusted.
 
   Underflow loses at most the smallest normal number `tiny` per operation (n^3 of them), and a
   loss in an intermediate reaches log Z and the marginals amplified by at most 1 / P_indep, so the
@@ -573,9 +580,7 @@ def _linear_marginals(arc_scores, root_scores, mask, single_root):
   arc_potentials, root_potentials, log_scale = _linear_potentials(arc_scores, root_scores, mask,
                                                                   single_root)
   step, init = _linear_elimination_start(arc_potentials, root_potentials, mask, single_root)
-  n = mask.shape[-1]
-  inner = max(1, math.isqrt(n - 1) + 1) if n > 1 else 1  # ceil(sqrt(n)) steps per segment
-  outer = -(-n // inner)  # steps past the n-th find no word left and change nothing
+  inner, outer = _segments(mask.shape[-1])
   # Both sweeps in checkpointed segments, so that differentiating the marginals (forward mode, then
   # transposed) keeps ~sqrt(n) [n, n] states, not one per step.
   segment_forward = jax.checkpoint(
