@@ -490,6 +490,9 @@ def test_untrusted_sentences_take_the_log_space_elimination(single_root):
   assert bool(_matrix_tree._linear_trusted(arc, root, mask, single_root))
   ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
   for dtype, atol in ((np.float32, 2e-6), (np.float64, 1e-12)):
+    lap = _matrix_tree._laplacian(*_matrix_tree._potentials(
+        arc.astype(dtype), root.astype(dtype), mask, single_root)[:2], mask, single_root)
+    assert bool(_matrix_tree._needs_exact(lap, jnp.linalg.inv(lap)))  # the exact path decides
     log_z = LOG_Z(arc[None].astype(dtype), root[None].astype(dtype), single_root=single_root)
     arc_m, root_m = MARGINALS(arc[None].astype(dtype), root[None].astype(dtype), single_root=single_root)
     np.testing.assert_allclose(log_z[0], ref_log_z, rtol=1e-6)
