@@ -68,16 +68,23 @@ def interleaved_medians(calls: Mapping[Any, Callable[[], Any]], repeats: int, *,
   """{name: (median wall seconds of its timed calls, seconds of its first call, number of timed calls)}.
 
   Every call runs once to compile / warm up; then each of the `repeats` rounds calls every entry once,
-  in a fixed order, so a change of machine load during the run hits all of them alike and the ratios
-  between them stay fair on a shared machine. With `column_budget_s`, an entry whose timed calls
-  have taken that many seconds in all is left out of the later rounds (it keeps at least one timed
+  so a change of machine load during the run hits all of them alike and the ratios between them stay
+  fair on a shared machine. Round r starts at entry r (mod the number of entries), so no entry always
+  follows the same one. (On an H200, 2026-11-27, with a fixed order, `trees.marginals` called right
+  after torch-struct's projective CRF, ~200 ms of small kernels, took 6.6-9.3x the plain LU at
+  512x32 / 64x64 but 1.5x at 32x200 where that CRF is not timed: suspected, not established, to be
+  its position; README, GPU report.) With `column_budget_s`, an entry whose timed calls have taken
+  that many seconds in all is left out of the later rounds (it keeps at least one timed
   call): a baseline that needs minutes per call (torch-struct's projective CRF at n = 200 on a CPU)
   does not hold up the others for an hour.
   """
   first = {name: timed_call(call) for name, call in calls.items()}
   times = {name: [] for name in calls}
-  for _ in range(repeats):
-    for name, call in calls.items():
+  names = list(calls)
+  for round_index in range(repeats):
+    start = round_index % len(names)
+    for name in names[start:] + names[:start]:
+      call = calls[name]
       if times[name] and column_budget_s is not None and sum(times[name]) >= column_budget_s:
         continue
       times[name].append(timed_call(call))
