@@ -58,6 +58,11 @@ def test_quick_report_runs_every_family_for_real(tmp_path):
   assert not [x for x in _numbers(on_disk) if x[2] in ('nan', 'inf', '-inf')]
   assert 'fusion_emitters=false' in on_disk['environment']['XLA_FLAGS']
   assert on_disk['environment']['compile'].startswith('fast')
+  trees_row = next(f for f in on_disk['families'] if f['name'] == 'trees')['tables'][0]['rows'][0]
+  timed = ('ours marg', 'inv-AD marg', 'naive marg', 'ours +grad', 'inv-AD +grad', 'naive +grad', 'mst',
+           'sample', 'marg 1 sharp', '+grad 1 sharp', 'sample 1 sharp', 'marg all sharp',
+           '+grad all sharp', 'proj marg')
+  assert trees_row['size'] == '4x8' and all(trees_row[c] > 0 for c in timed), trees_row
   text = (out / 'report.md').read_text()
   assert all(f'## {f.name}: ' in text for f in report.FAMILIES) and 'QUICK sizes' in text
   # A gross regression guard (the goal is under a minute on an idle 2-core CPU; CI shares its cores).
