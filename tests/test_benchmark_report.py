@@ -38,23 +38,33 @@ class _FakeBench:
   evaluate = train
 
 
+# Families whose measurements other tests run for real at tiny sizes (test_benchmark_liu_lapata:
+# train and eval steps, the breakdown, the document model; test_relation_networks: the RN benchmark)
+# and whose tables are assembled from known numbers below: the real --quick run leaves them out, as
+# their structured-attention compiles were ~60% of its CPU time (225 CPU-s in all, 2026-11-27).
+_REAL_RUN_ELSEWHERE = ('liu_lapata', 'relation_networks')
+
+
 def test_quick_report_runs_every_family_for_real(tmp_path):
-  """`python -m launch.benchmark report --quick`, the real command: every family runs (worker
-  processes, the fast compile settings) and reports finite numbers. ~50 s on an idle 2-core CPU."""
+  """`python -m launch.benchmark report --quick`, the real command: every family not measured for real
+  by another test runs (worker processes, the fast compile settings) and reports finite numbers."""
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   out = tmp_path / 'quick'
-  done = subprocess.run([sys.executable, '-m', 'launch.benchmark', 'report', '--quick', f'--out={out}'],
+  names = [f.name for f in report.FAMILIES if f.name not in _REAL_RUN_ELSEWHERE]
+  assert len(names) == len(report.FAMILIES) - len(_REAL_RUN_ELSEWHERE)
+  done = subprocess.run([sys.executable, '-m', 'launch.benchmark', 'report', '--quick', f'--out={out}',
+                         f'--families={",".join(names)}'],
                         cwd=pathlib.Path(__file__).resolve().parents[1], capture_output=True, text=True,
                         timeout=900, check=False)
   assert done.returncode == 0, done.stderr[-3000:]
   on_disk = json.loads((out / 'report.json').read_text())
   assert on_disk['complete'] and on_disk['settings']['quick'] and on_disk['settings']['jobs'] >= 1
-  assert [f['name'] for f in on_disk['families']] == [f.name for f in report.FAMILIES]
+  assert [f['name'] for f in on_disk['families']] == names
   assert {f['name']: f['status'] for f in on_disk['families'] if f['status'] != 'ok'} == {}
   assert all(f['tables'] and all(t['rows'] for t in f['tables']) for f in on_disk['families'])
   numbers = [v for _, _, v in _numbers(on_disk) if isinstance(v, (int, float))]
-  assert len(numbers) > 100 and all(math.isfinite(v) for v in numbers)
+  assert len(numbers) > 60 and all(math.isfinite(v) for v in numbers)
   assert not [x for x in _numbers(on_disk) if x[2] in ('nan', 'inf', '-inf')]
   assert 'fusion_emitters=false' in on_disk['environment']['XLA_FLAGS']
   assert on_disk['environment']['compile'].startswith('fast')
@@ -64,8 +74,9 @@ def test_quick_report_runs_every_family_for_real(tmp_path):
            '+grad all sharp', 'proj marg')
   assert trees_row['size'] == '4x8' and all(trees_row[c] > 0 for c in timed), trees_row
   text = (out / 'report.md').read_text()
-  assert all(f'## {f.name}: ' in text for f in report.FAMILIES) and 'QUICK sizes' in text
-  # A gross regression guard (the goal is under a minute on an idle 2-core CPU; CI shares its cores).
+  assert all(f'## {name}: ' in text for name in names) and 'QUICK sizes' in text
+  # A gross regression guard: these five families took 106 s on one core of an idle 2-core box (all
+  # seven 226 s; in CI, beside the other test worker, all seven took 211 s).
   assert on_disk['elapsed_s'] < 300, on_disk['elapsed_s']
 
 
