@@ -507,10 +507,14 @@ def test_untrusted_sentences_take_the_log_space_elimination(single_root):
 def test_few_sharp_elements_in_a_large_batch(num_sharp, chunk_work, monkeypatch):
   """Sharp sentences among 32 are gathered, recomputed exactly and scattered back: with the default
   chunks (one chunk of 32 here) and with chunks of 2 sentences (5 sharp: three chunks run, the last
-  one half empty, 13 skipped); marginals and gradients match enumeration."""
+  one half empty, 13 skipped); marginals and gradients match enumeration. Chunks run at the
+  canonical length 8 (`_canonical_length`: words 6 and 7 padding)."""
+  assert _matrix_tree._canonical_length(6) == 8
   if chunk_work is not None:
     monkeypatch.setattr(_matrix_tree, '_CHUNK_WORK', chunk_work)
     assert _matrix_tree._chunk_size(32, 6) == 2
+  else:
+    assert _matrix_tree._chunk_size(32, 6) == 32
   rng = np.random.default_rng(16)
   lengths = [6, 5, 4, 6, 3, 6, 2, 6] * 4
   arc, root, lens = _random_problem(rng, lengths, 6)
@@ -528,6 +532,30 @@ def test_few_sharp_elements_in_a_large_batch(num_sharp, chunk_work, monkeypatch)
     np.testing.assert_allclose(arc_m[i, :n, :n] * (1 - np.eye(n)), ref_arc, atol=2e-5)
     np.testing.assert_allclose(root_m[i, :n], ref_root, atol=2e-5)
     np.testing.assert_allclose(grad_arc[i, :n, :n] * (1 - np.eye(n)), ref_arc, atol=2e-5)
+
+
+def test_exact_chunks_have_canonical_shapes(monkeypatch):
+  """Below 32 words the exact path runs at a multiple of 4 words, in power-of-two chunks (a chunk may
+  exceed the batch: its extra slots are dropped), so programs over other short lengths and batch
+  sizes reuse one trace of it; the results are those at the real length (enumeration)."""
+  assert [_matrix_tree._canonical_length(n) for n in (1, 7, 8, 9, 31, 32, 33, 200)] == \
+      [4, 8, 8, 12, 32, 32, 33, 200]
+  assert [_matrix_tree._chunk_size(size, 5) for size in (1, 3, 4, 5, 64, 300)] == [1, 4, 4, 8, 64, 256]
+  assert [_matrix_tree._chunk_size(100, n) for n in (9, 20, 31, 40)] == [32, 4, 1, 1]
+  shapes = []
+  real_chunk = _matrix_tree._exact_chunk
+  monkeypatch.setattr(_matrix_tree, '_exact_chunk', lambda a, r, m, s: (
+      shapes.append(a.shape), real_chunk(a, r, m, s))[1])
+  rng = np.random.default_rng(21)
+  for lengths, n in (([5, 3, 4], 5), ([7, 7, 2], 7)):
+    arc, root, lens = _random_problem(rng, lengths, n)
+    arc, root = 40.0 * arc, 40.0 * root  # sharp: the exact path decides
+    arc_m, root_m = jax.jit(trees.marginals)(arc, root, lens)
+    for i, length in enumerate(lengths):
+      _, ref_arc, ref_root, _, _ = brute_force.reference(arc[i, :length, :length], root[i, :length], True)
+      np.testing.assert_allclose(arc_m[i, :length, :length] * (1 - np.eye(length)), ref_arc, atol=1e-9)
+      np.testing.assert_allclose(root_m[i, :length], ref_root, atol=1e-9)
+  assert set(shapes) == {(4, 8, 8)}, shapes  # both programs: one chunk shape
 
 
 def test_exact_fallback_under_a_user_vmap():
