@@ -41,7 +41,8 @@ class _FakeBench:
 # Families whose measurements other tests run for real at tiny sizes (test_benchmark_liu_lapata:
 # train and eval steps, the breakdown, the document model; test_relation_networks: the RN benchmark)
 # and whose tables are assembled from known numbers below: the real --quick run leaves them out, as
-# their structured-attention compiles were ~60% of its CPU time (225 CPU-s in all, 2026-11-27).
+# their structured-attention compiles were over half of its time (154 s and 97 s of the families' 453 s,
+# two jobs on one core, 226 s wall, 2026-11-27).
 _REAL_RUN_ELSEWHERE = ('liu_lapata', 'relation_networks')
 
 
