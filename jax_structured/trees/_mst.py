@@ -55,74 +55,179 @@ def _log2_ceil(x):
   return max(1, int(np.ceil(np.log2(max(2, x)))))
 
 
-def _best_incoming(neg_penalty, weights, usable):
-  """Lexicographically best usable source of every column: max -penalty, then weight, then lowest u.
+def _take(x, index):
+  """`x[b, index[b, k]]` for x [B, M], index int [B, K] with values in [0, M): one flat gather.
+
+  Every per-sentence lookup of the algorithm goes through here. A row-wise gather written per sentence
+  and vmapped becomes a batched gather that builds (batch, index) pairs on every call; on the CPU that
+  cost more than the lookups themselves (512 x 32: the pointer doubling took 2.9 of ~4.5 ms a round).
+  """
+  batch, width = x.shape
+  flat = index + (jnp.arange(batch, dtype=index.dtype) * width)[:, None]
+  return x.reshape(-1).at[flat.reshape(-1)].get(mode='promise_in_bounds').reshape(index.shape)
+
+
+def _flat_segments(segments, num_segments):
+  """Segment ids [B, K] with values in [0, S) -> ids of the flattened [B * S] segments."""
+  return (segments + (jnp.arange(segments.shape[0], dtype=segments.dtype) * num_segments)[:, None]
+          ).reshape(-1)
+
+
+def _column_keys(weights, penalty, valid):
+  """One float key per arc whose order within every column is the lexicographic (-penalty, weight) order.
+
+  Within a column, Chu-Liu-Edmonds only ever compares arcs by their ORIGINAL (penalty, weight) (the
+  re-weighting subtracts a per-column constant), so each round's search for the best source of a
+  column runs over one precomputed key instead of two arrays. Arcs without a penalty keep their weight.
+  The penalised classes are few and fixed (`penalty` is 1 for a ROOT arc with `single_root`, N for an
+  arc scored -inf, N + 1 for both); they take the next representable values below the column's
+  smallest unpenalised weight, in penalty order (normal numbers only). A column has at most one ROOT arc, and its -inf arcs
+  all carry weight 0, so their ties fall to the lowest source, as in the lexicographic order.
 
   Args:
-    neg_penalty: int32 [N, N], `-penalty[u, v]`; weights: float [N, N]; usable: bool [N, N], the arcs
-      that may be chosen (valid and leaving the column's current supernode).
+    weights: float [..., N, N]; penalty: int32 [..., N, N] (values 0, 1, N, N + 1); valid: bool
+      [..., N, N]. The last two axes are (source, column).
 
   Returns:
-    (key int32 [N], weight [N], source int32 [N]) per column v: the best arc's `-penalty` (or
-    `_INVALID` if the column has no usable arc), its weight and its source node (clipped to N - 1
-    when there is none).
+    (keys float [..., N, N], -inf where the arc does not exist; levels float [..., 3, N], the keys of
+    penalty 1, N and N + 1 in each column). A best key above `levels[..., 0, v]` is an unpenalised
+    arc whose key is its weight, so the round needs no lookup of the chosen arc. Unpenalised weights
+    within 3 ulps of the dtype's lowest value are raised to it so that the penalised keys stay finite
+    (ties among such weights fall to the lowest source; scores that low overflow in the re-weighting
+    anyway).
   """
-  n_nodes = weights.shape[0]
-  key = jnp.where(usable, neg_penalty, _INVALID)
-  best_key = jnp.max(key, axis=0)
-  top = usable & (key == best_key[None, :])
-  best_weight = jnp.max(jnp.where(top, weights, -jnp.inf), axis=0)
-  top &= weights == best_weight[None, :]
-  source = lax.broadcasted_iota(jnp.int32, (n_nodes, n_nodes), 0)
-  best_source = jnp.min(jnp.where(top, source, n_nodes), axis=0)
-  return best_key, best_weight, jnp.minimum(best_source, n_nodes - 1)
+  dtype = weights.dtype
+  n_nodes = weights.shape[-1]
+  floor = jnp.asarray(jnp.finfo(dtype).min, dtype)
+  for _ in range(3):
+    floor = jnp.nextafter(floor, jnp.asarray(jnp.inf, dtype))
+  plain = jnp.maximum(weights, floor)
+  free = valid & (penalty == 0)
+  column_min = jnp.min(jnp.where(free, plain, jnp.inf), axis=-2, keepdims=True)
+  tiny = jnp.asarray(jnp.finfo(dtype).tiny, dtype)
+  below = [jnp.minimum(column_min, jnp.finfo(dtype).max)]
+  below[0] = jnp.where(jnp.abs(below[0]) < tiny, jnp.zeros((), dtype), below[0])
+  for _ in range(3):
+    # The next value down, skipping subnormals: XLA's CPU flushes them to zero, so a key one
+    # subnormal below 0 would tie with 0.
+    x = below[-1]
+    step = jnp.nextafter(x, jnp.asarray(-jnp.inf, dtype))
+    below.append(jnp.where(x == 0, -tiny, jnp.where(x == tiny, jnp.zeros((), dtype), step)))
+  penalised = jnp.where(penalty == 1, below[1], jnp.where(penalty == n_nodes, below[2], below[3]))
+  keys = jnp.where(valid, jnp.where(penalty == 0, plain, penalised), -jnp.inf).astype(dtype)
+  return keys, jnp.concatenate(below[1:], axis=-2)
+
+
+def _best_incoming(keys_by_column, rep):
+  """Best source of every column among the sources outside its supernode (ties: lowest source).
+
+  Args:
+    keys_by_column: float [B, N, N], `keys_by_column[b, v, u]` = `_column_keys(...)[b, u, v]` (sources
+      on the last axis, so each column's reduction runs over contiguous memory).
+    rep: int32 [B, N], supernode id of every node.
+
+  Returns:
+    (best float [B, N], source int32 [B, N]): each column's best usable key (-inf when it has no
+    usable arc) and its source (0 when there is none).
+  """
+  n_nodes = rep.shape[-1]
+  usable_keys = jnp.where(rep[:, None, :] != rep[:, :, None], keys_by_column, -jnp.inf)
+  best = jnp.max(usable_keys, axis=-1)
+  # The lowest source reaching the maximum, as a float reduction (XLA's CPU runs those through its
+  # fast reduction kernels; an integer min, an argmax or top_k took 1.5-3x longer per round).
+  source = lax.broadcasted_iota(jnp.float32, usable_keys.shape, 2)
+  source = jnp.min(jnp.where(usable_keys == best[..., None], source, n_nodes), axis=-1)
+  return best, jnp.minimum(source.astype(jnp.int32), n_nodes - 1)
 
 
 def _segment_best(key, score, segments, num_segments):
-  """Lexicographic (key, score) argmax of `key`/`score` [N] per segment; ties -> lowest index.
-
-  Returns:
-    (best_key int32 [S], best_score [S], best_index int32 [S]); best_key <= `_INVALID` for
-    segments without an entry whose key exceeds `_INVALID`.
-  """
-  n = key.shape[0]
-  best_key = jax.ops.segment_max(key, segments, num_segments)
-  top = key == best_key[segments]
-  best_score = jax.ops.segment_max(jnp.where(top, score, -jnp.inf), segments, num_segments)
-  top &= score == best_score[segments]
-  best_index = jax.ops.segment_min(jnp.where(top, jnp.arange(n, dtype=jnp.int32), n), segments,
-                                   num_segments)
-  return best_key, best_score, jnp.minimum(best_index, n - 1)
-
-
-def _mst_single(weights, penalty, valid):
-  """Chu-Liu-Edmonds on one graph of N nodes with root 0.
+  """Lexicographic (key, score) argmax per segment, per sentence; ties -> lowest index.
 
   Args:
-    weights: float [N, N], `weights[u, v]` = float part of the arc u -> v (finite).
-    penalty: int32 [N, N], integer penalty of each arc (see module docstring).
-    valid: bool [N, N], which arcs exist; every node v > 0 must have a valid arc from node 0.
+    key: int32 [B, K]; score: float [B, K]; segments: int32 [B, K] in [0, num_segments).
 
   Returns:
-    int32 [N] head node of every node (entry 0 is meaningless).
+    (best_key int32 [B, S], best_score [B, S], best_index int32 [B, S]); best_key <= `_INVALID` for
+    segments without an entry whose key exceeds `_INVALID`.
   """
-  n_nodes = weights.shape[-1]
+  batch, k = key.shape
+  flat = _flat_segments(segments, num_segments)
+  total = batch * num_segments
+  best_key = jax.ops.segment_max(key.reshape(-1), flat, total).reshape(batch, num_segments)
+  top = key == _take(best_key, segments)
+  best_score = jax.ops.segment_max(jnp.where(top, score, -jnp.inf).reshape(-1), flat, total)
+  best_score = best_score.reshape(batch, num_segments)
+  top &= score == _take(best_score, segments)
+  index = jnp.broadcast_to(jnp.arange(k, dtype=jnp.int32), key.shape)
+  best_index = jax.ops.segment_min(jnp.where(top, index, k).reshape(-1), flat, total)
+  return best_key, best_score, jnp.minimum(best_index.reshape(batch, num_segments), k - 1)
+
+
+def _cycles(pred, active):
+  """The cycles of the functional graphs `pred` [B, M] (one per sentence; inactive ids point to themselves).
+
+  Pointer doubling: after k steps `far` = pred^(2^k) and `label[x]` = the smallest active id among the
+  2^k ids from x on. It stops once a step changes neither `label` nor the image of `far` (at most
+  ceil(log2 M) + 1 steps; on N(0, 1) scores 3-4 instead of that bound): an unchanged image is mapped
+  onto itself by a power of `pred`, so it is exactly the set of ids on cycles, and an unchanged
+  `label` never changes again (label[far[x]] >= label[x] for all x is kept by doubling), so on a
+  cycle it is the cycle's smallest id.
+
+  Returns:
+    (on_cycle bool [B, M], label int32 [B, M]): whether each id lies on a cycle of length >= 1 of
+    `pred`, and the smallest active id of the cycle (meaningful on cycles only).
+  """
+  batch, width = pred.shape
+  ids = jnp.arange(width, dtype=jnp.int32)
+
+  def image_of(far):
+    return jnp.zeros(batch * width, bool).at[_flat_segments(far, width)].set(True).reshape(batch, width)
+
+  def step(carry):
+    far, label, image, _ = carry
+    new_label = jnp.minimum(label, _take(label, far))
+    far = _take(far, far)
+    new_image = image_of(far)
+    return far, new_label, new_image, jnp.any(new_image != image) | jnp.any(new_label != label)
+
+  start = (pred, jnp.where(active, ids, width), image_of(pred), jnp.bool_(True))
+  _, label, image, _ = lax.while_loop(lambda carry: carry[3], step, _inputs.vary_like(start, pred))
+  return image, label
+
+
+def _mst_nodes(weights, penalty, valid):
+  """Chu-Liu-Edmonds on B graphs of N nodes with root 0, batched explicitly.
+
+  Args:
+    weights: float [B, N, N], `weights[b, u, v]` = float part of the arc u -> v (finite).
+    penalty: int32 [B, N, N], integer penalty of each arc (see module docstring).
+    valid: bool [B, N, N], which arcs exist; every node v > 0 must have a valid arc from node 0.
+
+  Returns:
+    int32 [B, N] head node of every node (entry 0 is meaningless).
+  """
+  batch, n_nodes = weights.shape[0], weights.shape[-1]
   n_ids = 2 * n_nodes
   ids = jnp.arange(n_ids, dtype=jnp.int32)
   nodes = jnp.arange(n_nodes, dtype=jnp.int32)
   jumps = _log2_ceil(n_ids)
-  neg_penalty = jnp.where(valid, -penalty, _INVALID)
+  keys, levels = _column_keys(weights, penalty, valid)
+  keys_by_column = jnp.swapaxes(keys, -1, -2)
+  root_weights = weights[:, 0, :]
+  # Rank of each leader among the leaders of its sentence: a product with a triangular matrix (exact
+  # below 2^24 ids), which XLA's CPU runs far faster than its reduce-window cumsum.
+  inclusive = jnp.triu(jnp.ones((n_ids, n_ids), jnp.float32))
 
   state = dict(
       it=jnp.int32(0),
       done=jnp.bool_(False),
-      rep=nodes,                                             # supernode id of every original node
-      key_offset=jnp.zeros(n_nodes, jnp.int32),              # re-weighting of the arcs into each
-      score_offset=jnp.zeros(n_nodes, weights.dtype),        #   original node (integer, float part)
-      best_src=jnp.zeros(n_ids, jnp.int32),                  # best incoming arc (u, v) of each id,
-      best_dst=jnp.zeros(n_ids, jnp.int32),                  #   as original nodes, at its last use
-      parent=jnp.full(n_ids, -1, jnp.int32),                 # id of the cycle node that swallowed it
-      next_id=jnp.int32(n_nodes),
+      rep=jnp.broadcast_to(nodes, (batch, n_nodes)),        # supernode id of every original node
+      key_offset=jnp.zeros((batch, n_nodes), jnp.int32),     # re-weighting of the arcs into each
+      score_offset=jnp.zeros((batch, n_nodes), weights.dtype),  # original node (integer, float part)
+      best_src=jnp.zeros((batch, n_ids), jnp.int32),         # best incoming arc (u, v) of each id,
+      best_dst=jnp.zeros((batch, n_ids), jnp.int32),         #   as original nodes, at its last use
+      parent=jnp.full((batch, n_ids), -1, jnp.int32),        # id of the cycle node that swallowed it
+      next_id=jnp.full((batch,), n_nodes, jnp.int32),
   )
 
   def cond(st):
@@ -131,46 +236,45 @@ def _mst_single(weights, penalty, valid):
   def body(st):
     rep = st['rep']
     # Best arc into every original node from outside its supernode.
-    outside = valid & (rep[:, None] != rep[None, :])
-    col_key, col_score, col_src = _best_incoming(neg_penalty, weights, outside)
-    col_key = jnp.where(col_key > _INVALID, col_key - st['key_offset'], _INVALID)
-    col_score = col_score - st['score_offset']
+    best, col_src = _best_incoming(keys_by_column, rep)
+    # The chosen arc's (penalty, weight) follow from its key (see `_column_keys`): no lookup.
+    free = best > levels[:, 0]
+    is_root = best == levels[:, 0]
+    neg_penalty = jnp.where(free, 0, jnp.where(is_root, -1, jnp.where(best == levels[:, 1], -n_nodes,
+                                                                    -n_nodes - 1)))
+    col_key = jnp.where(best > -jnp.inf, neg_penalty - st['key_offset'], _INVALID)
+    col_score = jnp.where(free, best, jnp.where(is_root, root_weights, 0)) - st['score_offset']
     # Then into every supernode (over its members).
     sup_key, sup_score, sup_dst = _segment_best(col_key, col_score, rep, n_ids)
-    sup_src = col_src[sup_dst]
+    sup_src = _take(col_src, sup_dst)
     active = (sup_key > _INVALID) & (ids != 0)
-    pred = jnp.where(active, rep[sup_src], ids)             # self loop for ROOT and dead ids
+    pred = jnp.where(active, _take(rep, sup_src), ids)       # self loop for ROOT and dead ids
     best_src = jnp.where(active, sup_src, st['best_src'])
     best_dst = jnp.where(active, sup_dst, st['best_dst'])
 
-    # Cycles of the functional graph `pred`: pred^(2^jumps) lands every id on its terminal cycle, and the
-    # ids on cycles are exactly the image of that map. The cycle label is its smallest id.
-    far, label = pred, jnp.where(active, ids, n_ids)
-    for _ in range(jumps):
-      label = jnp.minimum(label, label[far])
-      far = far[far]
-    on_cycle = jnp.zeros(n_ids, bool).at[far].set(True) & (pred != ids)
-    # After the doubling, label[x] is the minimum over the 2^jumps >= 2N ids ahead of x, which for an
-    # id on a cycle is the minimum over its whole cycle.
+    # Cycles of the greedy graph; each is labelled by its smallest id and becomes one new id.
+    on_cycle, label = _cycles(pred, active)
+    on_cycle &= pred != ids
     label = jnp.where(on_cycle, label, n_ids)
     leader = on_cycle & (label == ids)
-    new_id_of_leader = st['next_id'] + jnp.cumsum(leader.astype(jnp.int32)) - 1
-    new_id = jnp.where(on_cycle, new_id_of_leader[jnp.minimum(label, n_ids - 1)], -1)
-    any_cycle = jnp.any(on_cycle)
+    rank = jnp.dot(leader.astype(jnp.float32), inclusive).astype(jnp.int32)    # inclusive cumsum
+    new_id_of_leader = st['next_id'][:, None] + rank - 1
+    new_id = jnp.where(on_cycle, _take(new_id_of_leader, jnp.minimum(label, n_ids - 1)), -1)
 
-    # Contract: re-weight arcs entering a cycle member (per column offsets), relabel.
-    node_on_cycle = on_cycle[rep]
+    # Contract: re-weight arcs entering a cycle member (per column offsets), relabel. A sentence
+    # without a cycle is a fixed point of this body.
+    node_on_cycle = _take(on_cycle, rep)
     return dict(
         it=st['it'] + 1,
-        done=~any_cycle,
-        rep=jnp.where(node_on_cycle, new_id[rep], rep),
-        key_offset=st['key_offset'] + jnp.where(node_on_cycle, sup_key[rep], 0),
-        score_offset=(st['score_offset'] + jnp.where(node_on_cycle, sup_score[rep], 0)).astype(
+        done=~jnp.any(on_cycle),
+        rep=jnp.where(node_on_cycle, _take(new_id, rep), rep),
+        key_offset=st['key_offset'] + jnp.where(node_on_cycle, _take(sup_key, rep), 0),
+        score_offset=(st['score_offset'] + jnp.where(node_on_cycle, _take(sup_score, rep), 0)).astype(
             weights.dtype),
         best_src=best_src,
         best_dst=best_dst,
         parent=jnp.where(on_cycle, new_id, st['parent']),
-        next_id=st['next_id'] + jnp.sum(leader).astype(jnp.int32),
+        next_id=st['next_id'] + jnp.sum(leader, axis=1).astype(jnp.int32),
     )
 
   st = lax.while_loop(cond, body, _inputs.vary_like(state, weights, penalty, valid))
@@ -179,22 +283,23 @@ def _mst_single(weights, penalty, valid):
   # arc, the other members keep their cycle arcs. Ids only grow towards the top of the contraction
   # forest, so that member is the highest ancestor of the target below the cycle (binary lifting).
   up = [jnp.where(st['parent'] >= 0, st['parent'], n_ids)]
-  up[0] = jnp.concatenate([up[0], jnp.array([n_ids], jnp.int32)])   # n_ids: above every id
+  up[0] = jnp.concatenate([up[0], jnp.full((batch, 1), n_ids, jnp.int32)], axis=1)  # above every id
   for _ in range(jumps - 1):
-    up.append(up[-1][up[-1]])
+    up.append(_take(up[-1], up[-1]))
 
   def expand(i, assigned):
     src, dst = assigned
     c = n_ids - 1 - i
-    member = dst[c]
+    member = lax.dynamic_index_in_dim(dst, c, axis=1)                 # [B, 1]
     for k in reversed(range(jumps)):
-      higher = up[k][member]
+      higher = _take(up[k], member)
       member = jnp.where(higher < c, higher, member)
-    take = (c < st['next_id']) & (ids == member) & (st['parent'] == c)
-    return jnp.where(take, src[c], src), jnp.where(take, dst[c], dst)
+    take = (c < st['next_id'])[:, None] & (ids == member) & (st['parent'] == c)
+    return (jnp.where(take, lax.dynamic_index_in_dim(src, c, axis=1), src),
+            jnp.where(take, lax.dynamic_index_in_dim(dst, c, axis=1), dst))
 
   src, _ = lax.fori_loop(0, n_nodes, expand, (st['best_src'], st['best_dst']))
-  return src[:n_nodes]
+  return src[:, :n_nodes]
 
 
 @functools.partial(jax.jit, static_argnames=('single_root',))
@@ -215,7 +320,7 @@ def _mst_batched(arc_scores, root_scores, lengths, single_root):
              + (root_arc.astype(jnp.int32) if single_root else 0))
   penalty = jnp.where(real[:, None, :], penalty, 0)                             # padding: free ROOT arc
   weights = jnp.where(forbidden | ~valid, jnp.zeros((), dtype), weights)
-  heads = jax.vmap(_mst_single)(weights, penalty.astype(jnp.int32), valid)[:, 1:] - 1
+  heads = _mst_nodes(weights, penalty.astype(jnp.int32), valid)[:, 1:] - 1
   return jnp.where(real[:, 1:], heads, -1).astype(jnp.int32)
 
 
