@@ -213,3 +213,22 @@ def test_best_incoming_matches_numpy_lexsort():
       assert level[int(penalty[best, v])], (trial, v)
       if penalty[best, v] == 0 and trial != 7:
         assert float(best_key[0, v]) == weights[best, v]
+
+
+@pytest.mark.parametrize('stale_share', [0.1, 0.9])   # the chunked search and the whole-pass branch
+def test_refresh_of_stale_columns_matches_a_full_search(stale_share):
+  from jax_structured.trees import _mst
+  rng = np.random.default_rng(3)
+  batch, n = 5, 40
+  keys = np.round(rng.normal(size=(batch, n, n))).astype(np.float32)
+  keys[rng.random(keys.shape) < 0.2] = -np.inf
+  rep = jnp.asarray(rng.integers(0, 6, size=(batch, n)), jnp.int32)
+  best, source = _mst._best_incoming(jnp.asarray(keys), rep)
+  stale = jnp.asarray(rng.random((batch, n)) < stale_share)
+  # Stale columns hold garbage that the refresh must replace; the others must be kept as they are.
+  wrong_best = jnp.where(stale, 123.0, best)
+  wrong_source = jnp.where(stale, 7, source)
+  got_best, got_source = jax.jit(_mst._refresh_columns, static_argnums=5)(
+      jnp.asarray(keys), rep, wrong_best, wrong_source, stale, 8)
+  np.testing.assert_array_equal(got_best, best)
+  np.testing.assert_array_equal(got_source, source)

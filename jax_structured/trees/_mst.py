@@ -13,14 +13,26 @@ worst case is O(N^3) per sentence (a batch runs until its slowest sentence is do
 in `lax.while_loop` / `lax.fori_loop` with static shapes: no host callback, jit- and vmap-able.
 
 Cost. The number of iterations is what it is: measured on N(0, 1) scores it is about n / 2 with
-`single_root=True` (ROOT arcs lose every comparison until all words are one supernode; 512 x 32:
-mean 17, max 24; 32 x 200: mean 101, max 111) and about n / 8 on average (but up to n / 2 for some
-sentences) without. So each iteration is kept cheap: the re-weighting only subtracts a per-column
-constant, so the best source of a column is the lexicographic argmax of its ORIGINAL (penalty, weight)
-over the sources outside its supernode: three masked column reductions over [N, N] (`_best_incoming`)
-plus O(N) gathers and segment reductions, with no [N, N] weight updates and no [2N, N] membership
-table. (Sorting every column once and taking a min of ranks per round does less work per round, but
-XLA's CPU sort costs more than all the rounds together: 512 x 32 took 3.4x longer that way.)
+`single_root=True` (512 x 32: mean 17.7, max 22; 32 x 200: mean 100.5, max 108) and about n / 8 on
+average (but up to n / 2 for some sentences) without. With a single root, ROOT arcs lose every
+comparison until all words are one supernode: after a few rounds with several cycles, each round
+absorbs one path of 1-3 nodes into one large supernode (Prim-like), so the rounds are many and each
+changes little. So each round is kept cheap:
+  * the re-weighting only subtracts a per-column constant, so the best source of a column is the
+    argmax of its ORIGINAL (penalty, weight) over the sources outside its supernode, and that order
+    is precomputed as one float key per arc (`_column_keys`); the chosen arc's penalty and weight are
+    read off its key;
+  * a column's best source only changes when that source joins the column's supernode, so after a
+    round only those columns are searched again (`_refresh_columns`; the whole [N, N] pass when more
+    than max(8, N / 8) columns of some sentence went stale);
+  * cycles by pointer doubling that stops when nothing changes (3-4 steps instead of log2(2N));
+  * every lookup is one flat gather over the batch (vmapped per-sentence gathers cost more than the
+    lookups themselves on the CPU), and no sort, argmax, top_k, integer reduction or cumsum runs in
+    a round (XLA's CPU runs each of those 1.5-3x slower than a float max / min; a triangular product
+    replaces the cumsum).
+Side by side with the previous module (three masked reductions and vmapped gathers per round, fixed
+doubling; `OPENBLAS_NUM_THREADS=1`, one core, interleaved medians): 0.58 / 0.62 / 0.35x its time at
+512 x 32 / 64 x 64 / 32 x 200.
 
 Exact constraints through lexicographic weights. Every arc weight is a pair `(penalty, score)`, compared
 lexicographically (`-penalty` first, then `score`). Pairs form a totally ordered abelian group, and the
@@ -140,6 +152,59 @@ def _best_incoming(keys_by_column, rep):
   return best, jnp.minimum(source.astype(jnp.int32), n_nodes - 1)
 
 
+def _refresh_columns(keys_by_column, rep, best, source, stale, chunk):
+  """`_best_incoming` for the `stale` columns only, `chunk` columns per sentence at a time.
+
+  A column's best source can only change when that source joins the column's supernode (the usable
+  sources of a column only ever shrink), so after a contraction only those columns are searched
+  again. Once a few small cycles have formed, a round absorbs one path into one large supernode
+  (single root: ~n / 2 such rounds), and only a few columns go stale in each: searching them alone
+  replaces the round's [N, N] pass by a few [chunk, N] ones.
+
+  Args:
+    keys_by_column: float [B, N, N] as in `_best_incoming`; rep: int32 [B, N] supernode ids;
+    best, source: [B, N], the columns' best keys and sources so far; stale: bool [B, N];
+    chunk: static number of columns searched per sentence and step.
+
+  Returns:
+    (best, source) with every stale column searched again.
+  """
+  batch, n_nodes = rep.shape
+  inclusive = jnp.triu(jnp.ones((n_nodes, n_nodes), jnp.float32))
+  columns = jnp.arange(n_nodes, dtype=jnp.int32)
+  rows = (jnp.arange(batch, dtype=jnp.int32) * n_nodes)[:, None]
+
+  def step(carry):
+    best, source, stale = carry
+    rank = jnp.dot(stale.astype(jnp.float32), inclusive).astype(jnp.int32)
+    pick = stale & (rank <= chunk)
+    slot = jnp.where(pick, rank - 1, chunk)                               # chunk: a dropped slot
+    picked = jnp.zeros(batch * (chunk + 1), jnp.int32).at[
+        _flat_segments(slot, chunk + 1)].set(jnp.broadcast_to(columns, (batch, n_nodes)).reshape(-1))
+    picked = picked.reshape(batch, chunk + 1)[:, :chunk]                   # [B, chunk] column ids
+    in_use = jnp.arange(chunk)[None, :] < jnp.sum(pick, axis=1, keepdims=True)
+    keys = jnp.take_along_axis(keys_by_column, picked[:, :, None], axis=1)  # [B, chunk, N]
+    usable_keys = jnp.where(rep[:, None, :] != _take(rep, picked)[:, :, None], keys, -jnp.inf)
+    chunk_best = jnp.max(usable_keys, axis=-1)
+    index = lax.broadcasted_iota(jnp.float32, usable_keys.shape, 2)
+    chunk_source = jnp.min(jnp.where(usable_keys == chunk_best[..., None], index, n_nodes), axis=-1)
+    chunk_source = jnp.minimum(chunk_source.astype(jnp.int32), n_nodes - 1)
+    target = jnp.where(in_use, picked + rows, batch * n_nodes).reshape(-1)  # out of range: dropped
+    best = best.reshape(-1).at[target].set(chunk_best.reshape(-1), mode='drop').reshape(batch, n_nodes)
+    source = source.reshape(-1).at[target].set(chunk_source.reshape(-1), mode='drop').reshape(
+        batch, n_nodes)
+    return best, source, stale & ~pick
+
+  def search_all(carry):
+    return _best_incoming(keys_by_column, rep)
+
+  def search_stale(carry):
+    return step(carry)[:2]
+
+  few = jnp.max(jnp.sum(stale, axis=1)) <= chunk
+  return lax.cond(few, search_stale, search_all, (best, source, stale))
+
+
 def _segment_best(key, score, segments, num_segments):
   """Lexicographic (key, score) argmax per segment, per sentence; ties -> lowest index.
 
@@ -214,6 +279,7 @@ def _mst_nodes(weights, penalty, valid):
   keys, levels = _column_keys(weights, penalty, valid)
   keys_by_column = jnp.swapaxes(keys, -1, -2)
   root_weights = weights[:, 0, :]
+  chunk = max(8, -(-n_nodes // 8))                      # columns per refresh of the stale ones
   # Rank of each leader among the leaders of its sentence: a product with a triangular matrix (exact
   # below 2^24 ids), which XLA's CPU runs far faster than its reduce-window cumsum.
   inclusive = jnp.triu(jnp.ones((n_ids, n_ids), jnp.float32))
@@ -229,14 +295,14 @@ def _mst_nodes(weights, penalty, valid):
       parent=jnp.full((batch, n_ids), -1, jnp.int32),        # id of the cycle node that swallowed it
       next_id=jnp.full((batch,), n_nodes, jnp.int32),
   )
+  # Best arc into every original node from outside its supernode (kept up to date by the rounds).
+  state['col_best'], state['col_src'] = _best_incoming(keys_by_column, state['rep'])
 
   def cond(st):
     return (~st['done']) & (st['it'] <= n_nodes)
 
   def body(st):
-    rep = st['rep']
-    # Best arc into every original node from outside its supernode.
-    best, col_src = _best_incoming(keys_by_column, rep)
+    rep, best, col_src = st['rep'], st['col_best'], st['col_src']
     # The chosen arc's (penalty, weight) follow from its key (see `_column_keys`): no lookup.
     free = best > levels[:, 0]
     is_root = best == levels[:, 0]
@@ -264,10 +330,15 @@ def _mst_nodes(weights, penalty, valid):
     # Contract: re-weight arcs entering a cycle member (per column offsets), relabel. A sentence
     # without a cycle is a fixed point of this body.
     node_on_cycle = _take(on_cycle, rep)
+    new_rep = jnp.where(node_on_cycle, _take(new_id, rep), rep)
+    stale = (best > -jnp.inf) & (_take(new_rep, col_src) == new_rep)
+    best, col_src = _refresh_columns(keys_by_column, new_rep, best, col_src, stale, chunk)
     return dict(
         it=st['it'] + 1,
         done=~jnp.any(on_cycle),
-        rep=jnp.where(node_on_cycle, _take(new_id, rep), rep),
+        rep=new_rep,
+        col_best=best,
+        col_src=col_src,
         key_offset=st['key_offset'] + jnp.where(node_on_cycle, _take(sup_key, rep), 0),
         score_offset=(st['score_offset'] + jnp.where(node_on_cycle, _take(sup_score, rep), 0)).astype(
             weights.dtype),
