@@ -130,23 +130,25 @@ def _column_keys(weights, penalty, valid):
   return keys, jnp.concatenate(below[1:], axis=-2)
 
 
-def _best_incoming(keys_by_column, rep):
+def _best_incoming(keys_by_column, rep, column_rep=None):
   """Best source of every column among the sources outside its supernode (ties: lowest source).
 
   Args:
-    keys_by_column: float [B, N, N], `keys_by_column[b, v, u]` = `_column_keys(...)[b, u, v]` (sources
-      on the last axis, so each column's reduction runs over contiguous memory).
+    keys_by_column: float [B, K, N], `keys_by_column[b, v, u]` = `_column_keys(...)[b, u, v]` for K
+      columns (sources on the last axis, so each column's reduction runs over contiguous memory).
     rep: int32 [B, N], supernode id of every node.
+    column_rep: int32 [B, K], the supernode of each of the K columns (default `rep`: all N columns).
 
   Returns:
-    (best float [B, N], source int32 [B, N]): each column's best usable key (-inf when it has no
+    (best float [B, K], source int32 [B, K]): each column's best usable key (-inf when it has no
     usable arc) and its source (0 when there is none).
   """
   n_nodes = rep.shape[-1]
-  usable_keys = jnp.where(rep[:, None, :] != rep[:, :, None], keys_by_column, -jnp.inf)
+  column_rep = rep if column_rep is None else column_rep
+  usable_keys = jnp.where(rep[:, None, :] != column_rep[:, :, None], keys_by_column, -jnp.inf)
   best = jnp.max(usable_keys, axis=-1)
   # The lowest source reaching the maximum, as a float reduction (XLA's CPU runs those through its
-  # fast reduction kernels; an integer min, an argmax or top_k took 1.5-3x longer per round).
+  # fast reduction kernels; an integer min, an argmax or top_k took 1.2-3x longer per round).
   source = lax.broadcasted_iota(jnp.float32, usable_keys.shape, 2)
   source = jnp.min(jnp.where(usable_keys == best[..., None], source, n_nodes), axis=-1)
   return best, jnp.minimum(source.astype(jnp.int32), n_nodes - 1)
@@ -184,11 +186,7 @@ def _refresh_columns(keys_by_column, rep, best, source, stale, chunk):
     picked = picked.reshape(batch, chunk + 1)[:, :chunk]                   # [B, chunk] column ids
     in_use = jnp.arange(chunk)[None, :] < jnp.sum(pick, axis=1, keepdims=True)
     keys = jnp.take_along_axis(keys_by_column, picked[:, :, None], axis=1)  # [B, chunk, N]
-    usable_keys = jnp.where(rep[:, None, :] != _take(rep, picked)[:, :, None], keys, -jnp.inf)
-    chunk_best = jnp.max(usable_keys, axis=-1)
-    index = lax.broadcasted_iota(jnp.float32, usable_keys.shape, 2)
-    chunk_source = jnp.min(jnp.where(usable_keys == chunk_best[..., None], index, n_nodes), axis=-1)
-    chunk_source = jnp.minimum(chunk_source.astype(jnp.int32), n_nodes - 1)
+    chunk_best, chunk_source = _best_incoming(keys, rep, _take(rep, picked))
     target = jnp.where(in_use, picked + rows, batch * n_nodes).reshape(-1)  # out of range: dropped
     best = best.reshape(-1).at[target].set(chunk_best.reshape(-1), mode='drop').reshape(batch, n_nodes)
     source = source.reshape(-1).at[target].set(chunk_source.reshape(-1), mode='drop').reshape(
