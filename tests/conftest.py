@@ -43,6 +43,11 @@ def fixtures_dir():
 # caches let later modules reuse traces (the exact path of `trees.marginals` is traced once per
 # chunk shape, not once per program), cleared ones bound the memory of a long-lived worker.
 _CLEAR_CACHES_ABOVE_BYTES = 3 * 2**30
+# Or over this many memory mappings: XLA's CPU maps every compiled program's kernels separately
+# (a `trees.mst` program: ~320 mappings), and Linux's default vm.max_map_count is 65,530, past which
+# the next compile fails with "LLVM compilation error: Cannot allocate memory" (seen in an ad-hoc
+# script that compiled ~200 mst programs in one process at 2.3 GB resident).
+_CLEAR_CACHES_ABOVE_MAPPINGS = 30_000
 
 
 def _resident_bytes():
@@ -53,14 +58,23 @@ def _resident_bytes():
     return None  # not Linux: always clear
 
 
+def _memory_mappings():
+  try:
+    with open('/proc/self/maps') as f:
+      return sum(1 for _ in f)
+  except OSError:
+    return None
+
+
 @pytest.fixture(autouse=True, scope='module')
 def _drop_compiled_programs():
-  """Frees JAX's compilation caches after a test module when the worker holds over 3 GiB.
+  """Frees JAX's compilation caches after a test module when the worker holds over 3 GiB (or maps).
 
   One xdist worker runs hundreds of tests; without this, every program it compiled stays cached
   (host memory of a long-lived worker grows with the suite, on a 24 GiB CI box).
   """
   yield
-  resident = _resident_bytes()
-  if resident is None or resident > _CLEAR_CACHES_ABOVE_BYTES:
+  resident, mappings = _resident_bytes(), _memory_mappings()
+  if (resident is None or resident > _CLEAR_CACHES_ABOVE_BYTES
+      or mappings is None or mappings > _CLEAR_CACHES_ABOVE_MAPPINGS):
     jax.clear_caches()

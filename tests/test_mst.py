@@ -232,3 +232,40 @@ def test_refresh_of_stale_columns_matches_a_full_search(stale_share):
       jnp.asarray(keys), rep, wrong_best, wrong_source, stale, 8)
   np.testing.assert_array_equal(got_best, best)
   np.testing.assert_array_equal(got_source, source)
+
+
+def test_cycle_walk_from_the_one_new_id_matches_numpy():
+  # The Prim-like rounds find their one cycle by walking from the id the previous round created.
+  from jax_structured.trees import _mst
+  rng = np.random.default_rng(5)
+  batch, width = 64, 20
+  pred = np.zeros((batch, width), np.int32)
+  start = np.zeros(batch, np.int32)
+  want = np.zeros((batch, width), bool)
+  for b in range(batch):
+    order = rng.permutation(np.arange(1, width))
+    parent = {int(order[0]): 0}                       # a random forest hanging from ROOT (0)
+    for i, node in enumerate(order[1:], 1):
+      parent[int(node)] = int(order[rng.integers(0, i)])
+    pred[b] = [0] + [parent[i] for i in range(1, width)]
+    start[b] = order[rng.integers(0, width - 1)]
+    if b % 3:                                          # close a cycle through start (length 1-8)
+      ancestors = [int(start[b])]
+      while pred[b, ancestors[-1]] != 0 and len(ancestors) < 8:
+        ancestors.append(int(pred[b, ancestors[-1]]))
+      top = ancestors[rng.integers(0, len(ancestors))]
+      if top != start[b] or b % 2:                     # length 1 would be a self loop: skip those
+        if top != start[b]:
+          pred[b, top] = start[b]
+          want[b, ancestors[:ancestors.index(top) + 1]] = True
+  on_cycle, label, resolved = jax.jit(_mst._cycle_through, static_argnums=2)(
+      jnp.asarray(pred), jnp.asarray(start), 2 * width)
+  assert bool(resolved)
+  np.testing.assert_array_equal(on_cycle, want)
+  for b in range(batch):
+    if want[b].any():
+      assert (np.asarray(label[b])[want[b]] == np.flatnonzero(want[b]).min()).all()
+  # A walk that needs more steps than allowed says so (the round then falls back to doubling).
+  chain = np.array([[0, 0] + list(range(1, width - 1))], np.int32)   # width - 1 -> ... -> 1 -> 0
+  _, _, resolved = _mst._cycle_through(jnp.asarray(chain), jnp.asarray([width - 1]), 4)
+  assert not bool(resolved)

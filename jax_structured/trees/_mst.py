@@ -25,14 +25,18 @@ changes little. So each round is kept cheap:
   * a column's best source only changes when that source joins the column's supernode, so after a
     round only those columns are searched again (`_refresh_columns`; the whole [N, N] pass when more
     than max(8, N / 8) columns of some sentence went stale);
-  * cycles by pointer doubling that stops when nothing changes (3-4 steps instead of log2(2N));
+  * from the second round on every cycle passes through an id the previous round created (a cycle of
+    ids whose best arcs did not change would have been contracted a round earlier); while every
+    sentence has at most one such id (the Prim-like rounds), its cycle is found by walking from that
+    id (`_cycle_through`, 2-4 steps over [B] instead of passes over [B, 2N]); otherwise, and in the
+    first round, by pointer doubling that stops when nothing changes (`_cycles`, 3-4 steps);
   * every lookup is one flat gather over the batch (vmapped per-sentence gathers cost more than the
     lookups themselves on the CPU), and no sort, argmax, top_k, integer reduction or cumsum runs in
     a round (XLA's CPU runs each of those 1.5-3x slower than a float max / min; a triangular product
     replaces the cumsum).
 Side by side with the previous module (three masked reductions and vmapped gathers per round, fixed
-doubling; `OPENBLAS_NUM_THREADS=1`, one core, interleaved medians): 0.58 / 0.62 / 0.35x its time at
-512 x 32 / 64 x 64 / 32 x 200.
+doubling; `OPENBLAS_NUM_THREADS=1`, one core, interleaved medians of 10): 0.41 / 0.36 / 0.27x its time
+at 512 x 32 / 64 x 64 / 32 x 200 (README, "`mst` (Chu-Liu-Edmonds on device)").
 
 Exact constraints through lexicographic weights. Every arc weight is a pair `(penalty, score)`, compared
 lexicographically (`-penalty` first, then `score`). Pairs form a totally ordered abelian group, and the
@@ -258,6 +262,54 @@ def _cycles(pred, active):
   return image, label
 
 
+def _cycle_through(pred, start, limit):
+  """The cycle of `pred` [B, M] through the id `start` [B], by walking from it (at most `limit` steps).
+
+  Used when each sentence has at most one id that the previous round created: every cycle of a
+  round's greedy graph passes through such an id (a cycle of ids whose best arcs did not change would
+  have been contracted a round earlier), so there is at most one cycle, and the walk from `start`
+  either returns to it or ends on a fixed point (ROOT or a dead id). In the Prim-like rounds that
+  dominate the single-root case this takes 2-4 steps, where the doubling in `_cycles` takes 3-4 passes
+  over all 2N ids.
+
+  Args:
+    pred: int32 [B, M]; start: int32 [B] (a fixed point of `pred` for a sentence without a new id).
+
+  Returns:
+    (on_cycle bool [B, M], label int32 [B, M], resolved bool []): the cycle's ids and its smallest id
+    (on the cycle; M elsewhere), and whether every walk ended within `limit` steps (if not, the
+    results are meaningless and the caller falls back to `_cycles`).
+  """
+  batch, width = pred.shape
+  lookup = lambda x, at: _take(x, at[:, None])[:, 0]
+
+  def step(carry):
+    pos, length, smallest, returned, ended, count = carry
+    returned |= ~ended & (pos == start)
+    ended |= (pos == start) | (lookup(pred, pos) == pos)
+    nxt = jnp.where(ended, pos, lookup(pred, pos))
+    return (nxt, length + (~ended).astype(jnp.int32), jnp.where(ended, smallest, jnp.minimum(smallest, nxt)),
+            returned, ended, count + 1)
+
+  first = lookup(pred, start)
+  carry = (first, jnp.ones_like(start), jnp.minimum(start, first), jnp.zeros(batch, bool),
+           jnp.zeros(batch, bool), jnp.int32(0))
+  _, length, smallest, returned, ended, _ = lax.while_loop(
+      lambda c: jnp.any(~c[4]) & (c[5] < limit), step, _inputs.vary_like(carry, pred))
+
+  def mark(i, carry):
+    on_cycle, pos = carry
+    inside = returned & (i < length)
+    flat = jnp.where(inside, pos + jnp.arange(batch, dtype=jnp.int32) * width, batch * width)
+    on_cycle = on_cycle.reshape(-1).at[flat].set(True, mode='drop').reshape(batch, width)
+    return on_cycle, jnp.where(inside, lookup(pred, pos), pos)
+
+  on_cycle, _ = lax.fori_loop(0, jnp.max(jnp.where(returned, length, 0)), mark,
+                              _inputs.vary_like((jnp.zeros((batch, width), bool), start), pred))
+  label = jnp.where(on_cycle, smallest[:, None], width)
+  return on_cycle, label, jnp.all(ended)
+
+
 def _mst_nodes(weights, penalty, valid):
   """Chu-Liu-Edmonds on B graphs of N nodes with root 0, batched explicitly.
 
@@ -278,6 +330,7 @@ def _mst_nodes(weights, penalty, valid):
   keys_by_column = jnp.swapaxes(keys, -1, -2)
   root_weights = weights[:, 0, :]
   chunk = max(8, -(-n_nodes // 8))                      # columns per refresh of the stale ones
+  walk_limit = 16                                        # steps of `_cycle_through` before doubling
   # Rank of each leader among the leaders of its sentence: a product with a triangular matrix (exact
   # below 2^24 ids), which XLA's CPU runs far faster than its reduce-window cumsum.
   inclusive = jnp.triu(jnp.ones((n_ids, n_ids), jnp.float32))
@@ -292,6 +345,7 @@ def _mst_nodes(weights, penalty, valid):
       best_dst=jnp.zeros((batch, n_ids), jnp.int32),         #   as original nodes, at its last use
       parent=jnp.full((batch, n_ids), -1, jnp.int32),        # id of the cycle node that swallowed it
       next_id=jnp.full((batch,), n_nodes, jnp.int32),
+      first_new=jnp.full((batch,), n_nodes, jnp.int32),      # ids made by the previous round: from here
   )
   # Best arc into every original node from outside its supernode (kept up to date by the rounds).
   state['col_best'], state['col_src'] = _best_incoming(keys_by_column, state['rep'])
@@ -317,7 +371,15 @@ def _mst_nodes(weights, penalty, valid):
     best_dst = jnp.where(active, sup_dst, st['best_dst'])
 
     # Cycles of the greedy graph; each is labelled by its smallest id and becomes one new id.
-    on_cycle, label = _cycles(pred, active)
+    new_count = st['next_id'] - st['first_new']
+    start = jnp.where(new_count == 1, st['first_new'], 0)          # ROOT: a fixed point
+
+    def by_walk(_):
+      on_cycle, label, resolved = _cycle_through(pred, start, walk_limit)
+      return lax.cond(resolved, lambda _: (on_cycle, label), lambda _: _cycles(pred, active), None)
+
+    on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk,
+                               lambda _: _cycles(pred, active), None)
     on_cycle &= pred != ids
     label = jnp.where(on_cycle, label, n_ids)
     leader = on_cycle & (label == ids)
@@ -344,6 +406,7 @@ def _mst_nodes(weights, penalty, valid):
         best_dst=best_dst,
         parent=jnp.where(on_cycle, new_id, st['parent']),
         next_id=st['next_id'] + jnp.sum(leader, axis=1).astype(jnp.int32),
+        first_new=st['next_id'],
     )
 
   st = lax.while_loop(cond, body, _inputs.vary_like(state, weights, penalty, valid))
