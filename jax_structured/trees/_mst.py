@@ -159,18 +159,19 @@ def _best_incoming(keys_by_column, rep, column_rep=None):
 
 
 def _refresh_columns(keys_by_column, rep, best, source, stale, chunk):
-  """`_best_incoming` for the `stale` columns only, `chunk` columns per sentence at a time.
+  """`_best_incoming` for the `stale` columns only when no sentence has more than `chunk` of them,
+  else for all columns (one `lax.cond` for the batch).
 
   A column's best source can only change when that source joins the column's supernode (the usable
   sources of a column only ever shrink), so after a contraction only those columns are searched
   again. Once a few small cycles have formed, a round absorbs one path into one large supernode
   (single root: ~n / 2 such rounds), and only a few columns go stale in each: searching them alone
-  replaces the round's [N, N] pass by a few [chunk, N] ones.
+  replaces the round's [B, N, N] pass by one over [B, chunk, N].
 
   Args:
     keys_by_column: float [B, N, N] as in `_best_incoming`; rep: int32 [B, N] supernode ids;
     best, source: [B, N], the columns' best keys and sources so far; stale: bool [B, N];
-    chunk: static number of columns searched per sentence and step.
+    chunk: static number of columns searched per sentence on the stale-only branch.
 
   Returns:
     (best, source) with every stale column searched again.
@@ -180,7 +181,7 @@ def _refresh_columns(keys_by_column, rep, best, source, stale, chunk):
   columns = jnp.arange(n_nodes, dtype=jnp.int32)
   rows = (jnp.arange(batch, dtype=jnp.int32) * n_nodes)[:, None]
 
-  def step(carry):
+  def search_stale(carry):
     best, source, stale = carry
     rank = jnp.dot(stale.astype(jnp.float32), inclusive).astype(jnp.int32)
     pick = stale & (rank <= chunk)
@@ -195,13 +196,10 @@ def _refresh_columns(keys_by_column, rep, best, source, stale, chunk):
     best = best.reshape(-1).at[target].set(chunk_best.reshape(-1), mode='drop').reshape(batch, n_nodes)
     source = source.reshape(-1).at[target].set(chunk_source.reshape(-1), mode='drop').reshape(
         batch, n_nodes)
-    return best, source, stale & ~pick
+    return best, source
 
   def search_all(carry):
     return _best_incoming(keys_by_column, rep)
-
-  def search_stale(carry):
-    return step(carry)[:2]
 
   few = jnp.max(jnp.sum(stale, axis=1)) <= chunk
   return lax.cond(few, search_stale, search_all, (best, source, stale))
