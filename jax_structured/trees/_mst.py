@@ -71,6 +71,19 @@ def _log2_ceil(x):
   return max(1, int(np.ceil(np.log2(max(2, x)))))
 
 
+def _flat_segments(segments, num_segments, keep=None):
+  """Per-sentence indices [B, K] with values in [0, S) -> indices into the flattened [B * S] rows.
+
+  With `keep` (bool [B, K]), the entries not kept get B * S, out of range, for a scatter with
+  `mode='drop'` to skip.
+  """
+  batch = segments.shape[0]
+  flat = segments + (jnp.arange(batch, dtype=segments.dtype) * num_segments)[:, None]
+  if keep is not None:
+    flat = jnp.where(keep, flat, batch * num_segments)
+  return flat.reshape(-1)
+
+
 def _take(x, index):
   """`x[b, index[b, k]]` for x [B, M], index int [B, K] with values in [0, M): one flat gather.
 
@@ -78,15 +91,16 @@ def _take(x, index):
   and vmapped becomes a batched gather that builds (batch, index) pairs on every call; on the CPU that
   cost more than the lookups themselves (512 x 32: the pointer doubling took 2.9 of ~4.5 ms a round).
   """
-  batch, width = x.shape
-  flat = index + (jnp.arange(batch, dtype=index.dtype) * width)[:, None]
-  return x.reshape(-1).at[flat.reshape(-1)].get(mode='promise_in_bounds').reshape(index.shape)
+  flat = _flat_segments(index, x.shape[1])
+  return x.reshape(-1).at[flat].get(mode='promise_in_bounds').reshape(index.shape)
 
 
-def _flat_segments(segments, num_segments):
-  """Segment ids [B, K] with values in [0, S) -> ids of the flattened [B * S] segments."""
-  return (segments + (jnp.arange(segments.shape[0], dtype=segments.dtype) * num_segments)[:, None]
-          ).reshape(-1)
+def _running_count(mask):
+  """Inclusive running count of `mask` [B, M] along M: a product with a triangular matrix (exact below
+  2^24), which XLA's CPU runs far faster than its reduce-window cumsum."""
+  width = mask.shape[-1]
+  inclusive = jnp.triu(jnp.ones((width, width), jnp.float32))
+  return jnp.dot(mask.astype(jnp.float32), inclusive).astype(jnp.int32)
 
 
 def _column_keys(weights, penalty, valid):
@@ -97,8 +111,9 @@ def _column_keys(weights, penalty, valid):
   column runs over one precomputed key instead of two arrays. Arcs without a penalty keep their weight.
   The penalised classes are few and fixed (`penalty` is 1 for a ROOT arc with `single_root`, N for an
   arc scored -inf, N + 1 for both); they take the next representable values below the column's
-  smallest unpenalised weight, in penalty order (normal numbers only). A column has at most one ROOT arc, and its -inf arcs
-  all carry weight 0, so their ties fall to the lowest source, as in the lexicographic order.
+  smallest unpenalised weight, in penalty order (normal numbers only). A column has at most one
+  ROOT arc, and its -inf arcs all carry weight 0, so their ties fall to the lowest source, as in the
+  lexicographic order.
 
   Args:
     weights: float [..., N, N]; penalty: int32 [..., N, N] (values 0, 1, N, N + 1); valid: bool
@@ -177,22 +192,19 @@ def _refresh_columns(keys_by_column, rep, best, source, stale, chunk):
     (best, source) with every stale column searched again.
   """
   batch, n_nodes = rep.shape
-  inclusive = jnp.triu(jnp.ones((n_nodes, n_nodes), jnp.float32))
   columns = jnp.arange(n_nodes, dtype=jnp.int32)
-  rows = (jnp.arange(batch, dtype=jnp.int32) * n_nodes)[:, None]
 
   def search_stale(carry):
     best, source, stale = carry
-    rank = jnp.dot(stale.astype(jnp.float32), inclusive).astype(jnp.int32)
+    rank = _running_count(stale)
     pick = stale & (rank <= chunk)
-    slot = jnp.where(pick, rank - 1, chunk)                               # chunk: a dropped slot
-    picked = jnp.zeros(batch * (chunk + 1), jnp.int32).at[
-        _flat_segments(slot, chunk + 1)].set(jnp.broadcast_to(columns, (batch, n_nodes)).reshape(-1))
-    picked = picked.reshape(batch, chunk + 1)[:, :chunk]                   # [B, chunk] column ids
+    picked = jnp.zeros(batch * chunk, jnp.int32).at[_flat_segments(rank - 1, chunk, keep=pick)].set(
+        jnp.broadcast_to(columns, (batch, n_nodes)).reshape(-1), mode='drop')
+    picked = picked.reshape(batch, chunk)                                  # [B, chunk] column ids
     in_use = jnp.arange(chunk)[None, :] < jnp.sum(pick, axis=1, keepdims=True)
     keys = jnp.take_along_axis(keys_by_column, picked[:, :, None], axis=1)  # [B, chunk, N]
     chunk_best, chunk_source = _best_incoming(keys, rep, _take(rep, picked))
-    target = jnp.where(in_use, picked + rows, batch * n_nodes).reshape(-1)  # out of range: dropped
+    target = _flat_segments(picked, n_nodes, keep=in_use)
     best = best.reshape(-1).at[target].set(chunk_best.reshape(-1), mode='drop').reshape(batch, n_nodes)
     source = source.reshape(-1).at[target].set(chunk_source.reshape(-1), mode='drop').reshape(
         batch, n_nodes)
@@ -283,11 +295,12 @@ def _cycle_through(pred, start, limit):
 
   def step(carry):
     pos, length, smallest, returned, ended, count = carry
+    after = lookup(pred, pos)
     returned |= ~ended & (pos == start)
-    ended |= (pos == start) | (lookup(pred, pos) == pos)
-    nxt = jnp.where(ended, pos, lookup(pred, pos))
-    return (nxt, length + (~ended).astype(jnp.int32), jnp.where(ended, smallest, jnp.minimum(smallest, nxt)),
-            returned, ended, count + 1)
+    ended |= (pos == start) | (after == pos)
+    nxt = jnp.where(ended, pos, after)
+    smallest = jnp.where(ended, smallest, jnp.minimum(smallest, nxt))
+    return nxt, length + (~ended).astype(jnp.int32), smallest, returned, ended, count + 1
 
   first = lookup(pred, start)
   carry = (first, jnp.ones_like(start), jnp.minimum(start, first), jnp.zeros(batch, bool),
@@ -298,7 +311,7 @@ def _cycle_through(pred, start, limit):
   def mark(i, carry):
     on_cycle, pos = carry
     inside = returned & (i < length)
-    flat = jnp.where(inside, pos + jnp.arange(batch, dtype=jnp.int32) * width, batch * width)
+    flat = _flat_segments(pos[:, None], width, keep=inside[:, None])
     on_cycle = on_cycle.reshape(-1).at[flat].set(True, mode='drop').reshape(batch, width)
     return on_cycle, jnp.where(inside, lookup(pred, pos), pos)
 
@@ -329,9 +342,6 @@ def _mst_nodes(weights, penalty, valid):
   root_weights = weights[:, 0, :]
   chunk = max(8, -(-n_nodes // 8))                      # columns per refresh of the stale ones
   walk_limit = 16                                        # steps of `_cycle_through` before doubling
-  # Rank of each leader among the leaders of its sentence: a product with a triangular matrix (exact
-  # below 2^24 ids), which XLA's CPU runs far faster than its reduce-window cumsum.
-  inclusive = jnp.triu(jnp.ones((n_ids, n_ids), jnp.float32))
 
   state = dict(
       it=jnp.int32(0),
@@ -372,17 +382,18 @@ def _mst_nodes(weights, penalty, valid):
     new_count = st['next_id'] - st['first_new']
     start = jnp.where(new_count == 1, st['first_new'], 0)          # ROOT: a fixed point
 
+    def by_doubling(_):
+      return _cycles(pred, active)
+
     def by_walk(_):
       on_cycle, label, resolved = _cycle_through(pred, start, walk_limit)
-      return lax.cond(resolved, lambda _: (on_cycle, label), lambda _: _cycles(pred, active), None)
+      return lax.cond(resolved, lambda _: (on_cycle, label), by_doubling, None)
 
-    on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk,
-                               lambda _: _cycles(pred, active), None)
+    on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk, by_doubling, None)
     on_cycle &= pred != ids
     label = jnp.where(on_cycle, label, n_ids)
     leader = on_cycle & (label == ids)
-    rank = jnp.dot(leader.astype(jnp.float32), inclusive).astype(jnp.int32)    # inclusive cumsum
-    new_id_of_leader = st['next_id'][:, None] + rank - 1
+    new_id_of_leader = st['next_id'][:, None] + _running_count(leader) - 1
     new_id = jnp.where(on_cycle, _take(new_id_of_leader, jnp.minimum(label, n_ids - 1)), -1)
 
     # Contract: re-weight arcs entering a cycle member (per column offsets), relabel. A sentence
