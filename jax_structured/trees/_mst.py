@@ -37,6 +37,12 @@ changes little. So each round is kept cheap:
 Side by side with the previous module (three masked reductions and vmapped gathers per round, fixed
 doubling; `OPENBLAS_NUM_THREADS=1`, one core, interleaved medians of 10): 0.41 / 0.36 / 0.27x its time
 at 512 x 32 / 64 x 64 / 32 x 200 (README, "`mst` (Chu-Liu-Edmonds on device)").
+The skipping (the conds and the walk's loops) is for the CPU only. On a GPU every `lax.cond` and
+loop predicate is a device-to-host copy and a wait: on an H200 the incremental rounds took 11.8 / 22.3
+/ 80.1 ms where the previous module's straight rounds took 2.2 / 3.7 / 12.8. So the program picks
+its round body by the platform it is compiled for (`lax.platform_dependent`): on GPUs and TPUs a
+round is a straight line of kernels (every column searched, `_cycles` with a fixed number of steps),
+the one predicate left per round being the rounds loop's own (`incremental` in `_mst_nodes`).
 
 Exact constraints through lexicographic weights. Every arc weight is a pair `(penalty, score)`, compared
 lexicographically (`-penalty` first, then `score`). Pairs form a totally ordered abelian group, and the
@@ -96,11 +102,13 @@ def _take(x, index):
 
 
 def _running_count(mask):
-  """Inclusive running count of `mask` [B, M] along M: a product with a triangular matrix (exact below
-  2^24), which XLA's CPU runs far faster than its reduce-window cumsum."""
+  """Inclusive running count of `mask` [B, M] along M: a product with a triangular matrix, which XLA's
+  CPU runs far faster than its reduce-window cumsum. Exact below 2^24 at HIGHEST precision (the
+  default on GPUs rounds float32 products through TF32, exact only below 2^11; on TPUs through
+  bfloat16, below 2^8, i.e. sentences of ~127 words)."""
   width = mask.shape[-1]
   inclusive = jnp.triu(jnp.ones((width, width), jnp.float32))
-  return jnp.dot(mask.astype(jnp.float32), inclusive).astype(jnp.int32)
+  return jnp.dot(mask.astype(jnp.float32), inclusive, precision=lax.Precision.HIGHEST).astype(jnp.int32)
 
 
 def _column_keys(weights, penalty, valid):
@@ -240,15 +248,17 @@ def _segment_best(key, score, segments, num_segments):
   return best_key, best_score, jnp.minimum(best_index.reshape(batch, num_segments), k - 1)
 
 
-def _cycles(pred, active):
+def _cycles(pred, active, steps=None):
   """The cycles of the functional graphs `pred` [B, M] (one per sentence; inactive ids point to themselves).
 
   Pointer doubling: after k steps `far` = pred^(2^k) and `label[x]` = the smallest active id among the
-  2^k ids from x on. It stops once a step changes neither `label` nor the image of `far` (at most
-  ceil(log2 M) + 1 steps; on N(0, 1) scores 3-4 instead of that bound): an unchanged image is mapped
-  onto itself by a power of `pred`, so it is exactly the set of ids on cycles, and an unchanged
+  2^k ids from x on. With `steps` (static, 2^steps >= M) it runs exactly that many steps, a straight
+  line of kernels; without, it stops once a step changes neither `label` nor the image of `far` (at
+  most ceil(log2 M) + 1 steps; on N(0, 1) scores 3-4 instead of that bound): an unchanged image is
+  mapped onto itself by a power of `pred`, so it is exactly the set of ids on cycles, and an unchanged
   `label` never changes again (label[far[x]] >= label[x] for all x is kept by doubling), so on a
-  cycle it is the cycle's smallest id.
+  cycle it is the cycle's smallest id. (With 2^steps >= M the image of pred^(2^steps) is the cycle set
+  too: every id reaches its cycle within M steps.)
 
   Returns:
     (on_cycle bool [B, M], label int32 [B, M]): whether each id lies on a cycle of length >= 1 of
@@ -260,6 +270,14 @@ def _cycles(pred, active):
   def image_of(far):
     return jnp.zeros(batch * width, bool).at[_flat_segments(far, width)].set(True).reshape(batch, width)
 
+  label = jnp.where(active, ids, width)
+  if steps is not None:
+    far = pred
+    for _ in range(steps):
+      label = jnp.minimum(label, _take(label, far))
+      far = _take(far, far)
+    return image_of(far), label
+
   def step(carry):
     far, label, image, _ = carry
     new_label = jnp.minimum(label, _take(label, far))
@@ -267,7 +285,7 @@ def _cycles(pred, active):
     new_image = image_of(far)
     return far, new_label, new_image, jnp.any(new_image != image) | jnp.any(new_label != label)
 
-  start = (pred, jnp.where(active, ids, width), image_of(pred), jnp.bool_(True))
+  start = (pred, label, image_of(pred), jnp.bool_(True))
   _, label, image, _ = lax.while_loop(lambda carry: carry[3], step, _inputs.vary_like(start, pred))
   return image, label
 
@@ -321,13 +339,19 @@ def _cycle_through(pred, start, limit):
   return on_cycle, label, jnp.all(ended)
 
 
-def _mst_nodes(weights, penalty, valid):
+def _mst_nodes(weights, penalty, valid, incremental):
   """Chu-Liu-Edmonds on B graphs of N nodes with root 0, batched explicitly.
 
   Args:
     weights: float [B, N, N], `weights[b, u, v]` = float part of the arc u -> v (finite).
     penalty: int32 [B, N, N], integer penalty of each arc (see module docstring).
     valid: bool [B, N, N], which arcs exist; every node v > 0 must have a valid arc from node 0.
+    incremental: static. True (the CPU): a round searches only the stale columns and walks its cycle
+      when it can (`_refresh_columns`, `_cycle_through`), each choice a `lax.cond` / `lax.while_loop`.
+      False (GPUs, TPUs): a round is a straight line of kernels, all columns searched and fixed-step
+      doubling, because there every conditional and loop predicate is a device-to-host copy and a
+      wait (measured on an H200: the incremental rounds made `mst` 5-6x SLOWER, 2.2 -> 11.8 ms at
+      512 x 32), while the [B, N, N] passes they save are cheap on a parallel device.
 
   Returns:
     int32 [B, N] head node of every node (entry 0 is meaningless).
@@ -389,7 +413,10 @@ def _mst_nodes(weights, penalty, valid):
       on_cycle, label, resolved = _cycle_through(pred, start, walk_limit)
       return lax.cond(resolved, lambda _: (on_cycle, label), by_doubling, None)
 
-    on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk, by_doubling, None)
+    if incremental:
+      on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk, by_doubling, None)
+    else:
+      on_cycle, label = _cycles(pred, active, steps=jumps)
     on_cycle &= pred != ids
     label = jnp.where(on_cycle, label, n_ids)
     leader = on_cycle & (label == ids)
@@ -400,8 +427,11 @@ def _mst_nodes(weights, penalty, valid):
     # without a cycle is a fixed point of this body.
     node_on_cycle = _take(on_cycle, rep)
     new_rep = jnp.where(node_on_cycle, _take(new_id, rep), rep)
-    stale = (best > -jnp.inf) & (_take(new_rep, col_src) == new_rep)
-    best, col_src = _refresh_columns(keys_by_column, new_rep, best, col_src, stale, chunk)
+    if incremental:
+      stale = (best > -jnp.inf) & (_take(new_rep, col_src) == new_rep)
+      best, col_src = _refresh_columns(keys_by_column, new_rep, best, col_src, stale, chunk)
+    else:
+      best, col_src = _best_incoming(keys_by_column, new_rep)
     return dict(
         it=st['it'] + 1,
         done=~jnp.any(on_cycle),
@@ -443,8 +473,10 @@ def _mst_nodes(weights, penalty, valid):
   return src[:, :n_nodes]
 
 
-@functools.partial(jax.jit, static_argnames=('single_root',))
-def _mst_batched(arc_scores, root_scores, lengths, single_root):
+@functools.partial(jax.jit, static_argnames=('single_root', 'incremental'))
+def _mst_batched(arc_scores, root_scores, lengths, single_root, incremental=None):
+  """`mst` on [B, n, n] scores; `incremental` (see `_mst_nodes`): None = by the platform the
+  program is compiled for (`lax.platform_dependent`: True on the CPU, False elsewhere)."""
   n = arc_scores.shape[-1]
   n_nodes = n + 1
   dtype = arc_scores.dtype
@@ -461,7 +493,13 @@ def _mst_batched(arc_scores, root_scores, lengths, single_root):
              + (root_arc.astype(jnp.int32) if single_root else 0))
   penalty = jnp.where(real[:, None, :], penalty, 0)                             # padding: free ROOT arc
   weights = jnp.where(forbidden | ~valid, jnp.zeros((), dtype), weights)
-  heads = _mst_nodes(weights, penalty.astype(jnp.int32), valid)[:, 1:] - 1
+  args = (weights, penalty.astype(jnp.int32), valid)
+  if incremental is None:
+    nodes = lax.platform_dependent(*args, cpu=functools.partial(_mst_nodes, incremental=True),
+                                   default=functools.partial(_mst_nodes, incremental=False))
+  else:
+    nodes = _mst_nodes(*args, incremental=incremental)
+  heads = nodes[:, 1:] - 1
   return jnp.where(real[:, 1:], heads, -1).astype(jnp.int32)
 
 
