@@ -223,7 +223,7 @@ def test_budget_missing_and_failing_families(tmp_path):
 def test_budget_and_family_selection_errors():
   with pytest.raises(ValueError, match='--budget_s must be > 0'):
     benchmarks.Budget(0)
-  assert [f.name for f in report.select_families('lstmn, trees')] == ['trees', 'lstmn']
+  assert [f.name for f in report.select_families('lstmn, trees,lstmn')] == ['lstmn', 'trees']
   with pytest.raises(ValueError, match=r"unknown \['treez'\]; known families: trees, liu_lapata"):
     report.select_families('trees,treez')
   assert 'report' in benchmark.known_benchmarks() and 'parser' in benchmark.known_benchmarks()

@@ -20,7 +20,7 @@ leaves a valid, partial report (`"complete": false`).
 * `--jobs`: families run at the same time, each in a worker process (with --quick only; its default
   there is one per CPU core, at most 4): the smoke run is CPU-bound, so it gains about the core count.
 * `--repeats`: timed calls per measurement (default 10; 2 with --quick).
-* `--families`: a comma-separated subset of the names below (default: all).
+* `--families`: a comma-separated subset of the names below, run in the order named (default: all).
 
 Families (a new one joins with one line in `FAMILIES` and a generator
 `report_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]` in its module; a family whose
@@ -129,7 +129,8 @@ def load_family(family: Family) -> Callable[[benchmarks.ReportRun], Iterator[ben
 
 
 def select_families(names: Optional[str]) -> list[Family]:
-  """The families named in the comma-separated `names` (all when None), in `FAMILIES` order.
+  """The families named in the comma-separated `names` (all when None, in `FAMILIES` order), in the
+  order named (first named, first run: with a budget, the order says what matters most), each once.
 
   Raises:
     ValueError naming unknown families and listing the known ones.
@@ -141,7 +142,8 @@ def select_families(names: Optional[str]) -> list[Family]:
   unknown = [n for n in wanted if n not in known]
   if unknown or not wanted:
     raise ValueError(f'--families={names!r}: unknown {unknown}; known families: {", ".join(known)}')
-  return [f for f in FAMILIES if f.name in wanted]
+  by_name = {f.name: f for f in FAMILIES}
+  return [by_name[n] for n in dict.fromkeys(wanted)]
 
 
 # ------------------------------------------------------------------------------------------------
