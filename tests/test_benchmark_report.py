@@ -8,6 +8,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 import numpy as np
 import pytest
 
@@ -15,6 +16,7 @@ from launch import benchmark
 from launch import benchmarks
 from launch.benchmarks import parser as parser_benchmark
 from launch.benchmarks import report
+from launch.benchmarks import trees as trees_benchmark
 
 
 def _numbers(report_dict):
@@ -340,6 +342,23 @@ def test_interleaved_medians_round_robin_and_column_budget():
                                          column_budget_s=0.01)
   assert order == ['fast', 'slow', 'fast', 'slow', 'fast', 'fast', 'fast']  # 'slow' sits out rounds 2-4
   assert times['slow'][2] == 1 and times['fast'][2] == 4 and times['slow'][0] >= 0.02
+
+
+def test_kernel_profile_counts_the_kernels_of_a_call():
+  # Two programs, one twice the other's work in separate kernels: the counts per call must follow.
+  x = jnp.ones((64, 64))
+  one = jax.jit(lambda x: jnp.sin(x @ x))
+  two = jax.jit(lambda x: jnp.cos(lax.optimization_barrier(jnp.sin(x @ x)) @ x))
+  first = benchmarks.kernel_profile(lambda: one(x), calls=3)
+  second = benchmarks.kernel_profile(lambda: two(x), calls=3)
+  assert first.source == 'CPU XLA threads'
+  assert first.kernels_per_call >= 1 and first.kernels_per_call == int(first.kernels_per_call)
+  assert second.kernels_per_call > first.kernels_per_call
+  assert 0 < first.kernel_ms_per_call and 0 < first.wall_ms_per_call and first.top
+  assert first.format('one').startswith('one: ')
+  # A --profile column the benchmark does not time is an error naming the columns, before any timing.
+  with pytest.raises(ValueError, match='ours marg'):
+    trees_benchmark.run([(2, 3)], repeats=1, profile=['ours margs'])
 
 
 def fake_waits_for_the_other(report_run):

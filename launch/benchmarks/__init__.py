@@ -6,8 +6,11 @@ The flags below are shared by every benchmark (each module documents how it read
 with a generator `report_tables(run: ReportRun) -> Iterator[Table]` and one line in
 `report.FAMILIES`.
 """
+import collections
 import dataclasses
+import glob
 import statistics
+import tempfile
 import time
 from typing import Any, Callable, Mapping, Optional
 
@@ -22,6 +25,10 @@ REPEATS = flags.DEFINE_integer('repeats', 20, 'Timed calls per measurement (afte
 DTYPE = flags.DEFINE_enum('dtype', 'float32', ['float32', 'float64'], 'Floating point dtype of the inputs.')
 MEMORY = flags.DEFINE_bool('memory', False,
                            'Also print the compiled peak memory (XLA memory_analysis) of each function.')
+PROFILE = flags.DEFINE_string(
+    'profile', None, 'Comma-separated columns (e.g. "ours marg,ours +grad") to run under the JAX '
+    'profiler after the timings: per call, the kernels launched, their summed time and the costliest '
+    'kernels (benchmarks that support it: trees).')
 
 
 def parse_sizes(text: str, axes: tuple[str, ...], default: Optional[int] = None,
@@ -166,3 +173,76 @@ class ReportRun:
       self.skipped.append(what)
       return False
     return True
+
+
+@dataclasses.dataclass
+class KernelProfile:
+  """What one function runs per call, from a `jax.profiler` trace (`kernel_profile`).
+
+  Attributes:
+    source: the trace lines the kernels were read from (a GPU's streams, or the CPU's XLA threads).
+    kernels_per_call: kernel (XLA op) launches per call.
+    kernel_ms_per_call: their summed duration per call (on a GPU: device time; idle gaps between
+      kernels, e.g. host round trips for a `lax.cond` predicate, are the difference to the wall time).
+    wall_ms_per_call: wall time per call inside the trace (profiling overhead included).
+    top: [(kernel name, ms per call, launches per call)], costliest first.
+  """
+  source: str
+  kernels_per_call: float
+  kernel_ms_per_call: float
+  wall_ms_per_call: float
+  top: list[tuple[str, float, float]]
+
+  def format(self, name: str) -> str:
+    lines = [f'{name}: {self.kernels_per_call:.0f} kernels per call, {self.kernel_ms_per_call:.3f} ms of '
+             f'kernels vs {self.wall_ms_per_call:.3f} ms wall per call ({self.source})']
+    lines += [f'    {ms:9.4f} ms  x{count:<6.0f} {kernel[:110]}' for kernel, ms, count in self.top]
+    return '\n'.join(lines)
+
+
+# Host-side bookkeeping events of XLA's CPU runtime that wrap kernels rather than being kernels.
+_NOT_KERNELS = ('ThunkExecutor', 'ThreadpoolListener', 'end: ', 'PjRt', 'Execute', 'TfrtCpu')
+
+
+def kernel_profile(call: Callable[[], Any], calls: int = 5, top: int = 12) -> KernelProfile:
+  """Runs `call()` (compiled already) `calls` times under the JAX profiler and sums its kernels.
+
+  Reads the trace in-process (`jax.profiler.ProfileData`): on a GPU the events of the device planes'
+  stream lines, on the CPU those of XLA's thread-pool lines. Meant to say where a function's time
+  goes and how many launches it makes (a host round trip per `lax.cond` / loop predicate shows as the
+  gap between kernel time and wall time), not to replace the medians of `interleaved_medians`.
+  """
+  jax.block_until_ready(call())
+  with tempfile.TemporaryDirectory() as folder:
+    jax.profiler.start_trace(folder)
+    start = time.perf_counter()
+    for _ in range(calls):
+      jax.block_until_ready(call())
+    wall = (time.perf_counter() - start) / calls
+    jax.profiler.stop_trace()
+    paths = glob.glob(f'{folder}/**/*.xplane.pb', recursive=True)
+    if not paths:
+      raise RuntimeError(f'the JAX profiler wrote no trace under {folder}')
+    data = jax.profiler.ProfileData.from_file(paths[0])
+    device_lines, cpu_lines = [], []
+    for plane in data.planes:
+      lines = list(plane.lines)
+      if plane.name.startswith('/device:'):
+        # Kernels and copies per stream; else the "XLA Ops" summary line; else whatever is there.
+        device_lines += ([l for l in lines if 'stream' in l.name.lower()]
+                         or [l for l in lines if l.name == 'XLA Ops'] or lines)
+      elif plane.name.startswith('/host:CPU'):
+        cpu_lines += [l for l in lines if l.name.startswith('tf_XLA')]
+    totals, counts = collections.Counter(), collections.Counter()
+    for line in device_lines or cpu_lines:
+      for event in line.events:
+        if not event.name.startswith(_NOT_KERNELS):
+          totals[event.name] += event.duration_ns
+          counts[event.name] += 1
+  ranked = [(name, ns / 1e6 / calls, counts[name] / calls) for name, ns in totals.most_common(top)]
+  return KernelProfile(
+      source='device streams' if device_lines else 'CPU XLA threads',
+      kernels_per_call=sum(counts.values()) / calls,
+      kernel_ms_per_call=sum(totals.values()) / 1e6 / calls,
+      wall_ms_per_call=1e3 * wall,
+      top=ranked)

@@ -1,7 +1,7 @@
 r"""Timing of the `trees` functions against baselines and published reference figures.
 
   python -m launch.benchmark trees [--sizes=512x32,64x64,32x200] [--repeats=20] [--dtype=float32]
-      [--memory]
+      [--memory] [--profile="ours marg,ours +grad"]
 
 `--sizes` lists `BATCHxLENGTH` problems (random N(0, 1) scores, every sentence full length). One table
 per run, median milliseconds over `--repeats` jitted calls after a warm-up (compile) call, each
@@ -32,6 +32,9 @@ have taken `COLUMN_BUDGET_S` in all sits out the later rounds (the row's `timed 
   importable (skipped with a note otherwise); `ts proj` only up to batch x n^3 = 2^25
   (`TS_PROJECTIVE_MAX_WORK`: at 32x200 it needs more than 9 GB of host memory).
 * `ref ...`: the figures quoted in the issue (H100, float32) for comparison, not measured here.
+* `--profile` runs the named columns under the JAX profiler after the timings and prints, per call,
+  the kernels launched, their summed time against the wall time, and the costliest kernels
+  (`benchmarks.kernel_profile`): on a GPU the gap between the two is mostly host round trips.
 
 On a small shared CPU set `OPENBLAS_NUM_THREADS=1`: JAX's CPU LU / triangular solves call LAPACK,
 and OpenBLAS threads on an oversubscribed machine made them ~30x slower in our measurements.
@@ -198,8 +201,12 @@ def _torch_struct_calls(batch, length, arc, root):
   return calls
 
 
-def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
-  """Measures every column for every (batch, length); returns a list of row dicts (ms)."""
+def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
+  """Measures every column for every (batch, length); returns a list of row dicts (ms).
+
+  `profile`: columns to run under the profiler after the timings (`benchmarks.kernel_profile`),
+  each printed as it is done.
+  """
   dtype = jnp.dtype(dtype)
   rows = []
   key = jax.random.key(seed)
@@ -244,7 +251,13 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0):
     calls.update(torch_struct_calls or {})
     if torch_struct_calls is not None and 'ts proj' not in torch_struct_calls:
       row['ts proj'] = f'not timed (memory: batch x n^3 > {TS_PROJECTIVE_MAX_WORK})'
+    unknown = [column for column in profile or () if column not in calls]
+    if unknown:
+      raise ValueError(f'--profile columns {unknown} are not timed at {batch}x{length}; columns: '
+                       f'{", ".join(calls)}')
     timings = benchmarks.interleaved_medians(calls, repeats, column_budget_s=COLUMN_BUDGET_S)
+    for column in profile or ():
+      print(benchmarks.kernel_profile(calls[column]).format(f'{batch}x{length} {column}'), flush=True)
     for column, (seconds, _, count) in timings.items():
       row[column] = 1e3 * seconds
     fewer = [f'{column} {count}' for column, (_, _, count) in timings.items() if count < repeats]
@@ -282,12 +295,14 @@ def main(argv):
   extra = [a for a in argv[2:] if not a.startswith('-')]
   if extra:
     raise ValueError(f'unexpected positional arguments {extra}; usage: python -m launch.benchmark trees '
-                     '[--sizes=...] [--repeats=...] [--dtype=...] [--memory]')
+                     '[--sizes=...] [--repeats=...] [--dtype=...] [--memory] [--profile=COLUMNS]')
   if benchmarks.DTYPE.value == 'float64':
     jax.config.update('jax_enable_x64', True)
   sizes = parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES)
   logging.info('benchmarking trees at %s', sizes)
-  rows = run(sizes, benchmarks.REPEATS.value, benchmarks.DTYPE.value, benchmarks.MEMORY.value)
+  profile = [c.strip() for c in benchmarks.PROFILE.value.split(',') if c.strip()] if benchmarks.PROFILE.value else None
+  rows = run(sizes, benchmarks.REPEATS.value, benchmarks.DTYPE.value, benchmarks.MEMORY.value,
+             profile=profile)
   print(f'device: {jax.devices()[0]} ({jax.devices()[0].device_kind}), dtype: {benchmarks.DTYPE.value}, '
         f'repeats: {benchmarks.REPEATS.value}, jax {jax.__version__}; median ms (MiB for memory columns)')
   if not any('ts marg' in row for row in rows):
