@@ -339,6 +339,25 @@ def test_sharp_scores_no_nan_batch():
     np.testing.assert_allclose(root_m, exact[1], atol=1e-3)
 
 
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_laplacian_column_abs_sums_without_a_pass_over_the_matrix(single_root):
+  # The error estimate's ||L||_1 comes from [B, n] vectors; it must be that of the matrix itself,
+  # on padding, empty sentences, -inf arcs and scores far apart too.
+  rng = np.random.default_rng(8)
+  arc = 5 * rng.normal(size=(7, 9, 9))
+  root = 5 * rng.normal(size=(7, 9)) - 3
+  arc[0, 2, 4] = arc[1, :, 3] = -np.inf
+  arc[2] += 80 * np.eye(9)[::-1]
+  lengths = np.array([9, 9, 9, 5, 1, 0, 3])
+  a, r, _, mask = _matrix_tree._prepare(arc, root, lengths)
+  arc_p, root_p = _matrix_tree._potentials(a, r, mask, single_root)[:2]
+  lap = np.asarray(_matrix_tree._laplacian(arc_p, root_p, mask, single_root))
+  got = np.asarray(_matrix_tree._laplacian_column_abs_sums(arc_p, root_p, mask, single_root))
+  want = np.abs(lap).sum(axis=-2)
+  np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
+  assert np.all(got[5] == 1.0)  # an empty sentence's Laplacian is the identity
+
+
 def test_zero_pivot_batch_is_flagged_at_64x64():
   """The stop-30 defect (SNLI structured attention diverged at step 135): root scores ~0 under arc
   scores ~100 made every root potential underflow, so the LU met a zero pivot and its inverse was NaN.
