@@ -403,17 +403,17 @@ def _mst_nodes(weights, penalty, valid, incremental):
     best_dst = jnp.where(active, sup_dst, st['best_dst'])
 
     # Cycles of the greedy graph; each is labelled by its smallest id and becomes one new id.
-    new_count = st['next_id'] - st['first_new']
-    start = jnp.where(new_count == 1, st['first_new'], 0)          # ROOT: a fixed point
-
-    def by_doubling(_):
-      return _cycles(pred, active)
-
-    def by_walk(_):
-      on_cycle, label, resolved = _cycle_through(pred, start, walk_limit)
-      return lax.cond(resolved, lambda _: (on_cycle, label), by_doubling, None)
-
     if incremental:
+      new_count = st['next_id'] - st['first_new']
+      start = jnp.where(new_count == 1, st['first_new'], 0)          # ROOT: a fixed point
+
+      def by_doubling(_):
+        return _cycles(pred, active)
+
+      def by_walk(_):
+        on_cycle, label, resolved = _cycle_through(pred, start, walk_limit)
+        return lax.cond(resolved, lambda _: (on_cycle, label), by_doubling, None)
+
       on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk, by_doubling, None)
     else:
       on_cycle, label = _cycles(pred, active, steps=jumps)

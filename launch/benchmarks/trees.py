@@ -300,7 +300,7 @@ def main(argv):
     jax.config.update('jax_enable_x64', True)
   sizes = parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES)
   logging.info('benchmarking trees at %s', sizes)
-  profile = [c.strip() for c in benchmarks.PROFILE.value.split(',') if c.strip()] if benchmarks.PROFILE.value else None
+  profile = [c.strip() for c in (benchmarks.PROFILE.value or '').split(',') if c.strip()]
   rows = run(sizes, benchmarks.REPEATS.value, benchmarks.DTYPE.value, benchmarks.MEMORY.value,
              profile=profile)
   print(f'device: {jax.devices()[0]} ({jax.devices()[0].device_kind}), dtype: {benchmarks.DTYPE.value}, '
