@@ -492,6 +492,34 @@ def test_linear_elimination_matches_float64_log_space_at_n_64(single_root):
     np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4 * np.abs(w).max())
 
 
+def test_flat_and_segmented_sweeps_agree(monkeypatch):
+  """Below `_FLAT_BELOW` words the eliminations' sweeps are flat scans; from it on, checkpointed
+  segments. Both ways, at n = 11 with a 2-cycle scored 25 among N(0, 2^2) (float64, single root):
+  log Z, marginals, and value + gradient of a loss through them, for both eliminations."""
+  rng = np.random.default_rng(23)
+  n = 11
+  arc, root, mask = rng.normal(scale=2.0, size=(n, n)), rng.normal(scale=2.0, size=n), np.ones(n, bool)
+  mask[-2:] = False
+  arc[3, 4] = arc[4, 3] = 25.0
+  weights = rng.normal(size=(n, n))
+
+  def results():
+    out = []
+    for fn in (_matrix_tree._linear_sentence, _matrix_tree._exact_sentence):
+      loss = lambda a, r, fn=fn: jnp.sum(weights * fn(a, r, mask, True)[1]) + jnp.sum(fn(a, r, mask, True)[2])
+      out.append((jax.jit(lambda a, r, fn=fn: fn(a, r, mask, True))(arc, root),
+                  jax.jit(jax.value_and_grad(loss, (0, 1)))(arc, root)))
+    return out
+
+  assert n < _matrix_tree._FLAT_BELOW
+  flat = results()
+  monkeypatch.setattr(_matrix_tree, '_FLAT_BELOW', 0)
+  segmented = results()
+  for got, want in zip(jax.tree.leaves(segmented), jax.tree.leaves(flat)):
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
+  assert np.abs(flat[0][1][1][0]).max() > 1e-3  # the gradient is not trivially zero
+
+
 @pytest.mark.parametrize('single_root', ROOT_MODES)
 def test_untrusted_sentences_take_the_log_space_elimination(single_root):
   """Words 0 and 1 each other's head at 0 and every other head of theirs (ROOT too) at -100: every
