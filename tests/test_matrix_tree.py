@@ -287,7 +287,7 @@ def test_sharp_scores_match_enumeration(single_root, dtype):
     np.testing.assert_allclose(ent[i], ref_ent, atol=1e-4 if dtype == np.float32 else 1e-9)
   # The marginals' own derivative on the exact path: finite differences (float64, scores x30).
   if dtype == np.float64:
-    check_grads(lambda a: trees.marginals(a, root[2:4], lens[2:4], single_root=single_root)[0],
+    check_grads(jax.jit(lambda a: trees.marginals(a, root[2:4], lens[2:4], single_root=single_root)[0]),
                 (arc[2:4],), order=1, modes=['rev'], eps=1e-5)
 
 
@@ -459,8 +459,9 @@ def test_linear_elimination_matches_enumeration(single_root, dtype):
     np.testing.assert_allclose(root_m, ref_root, atol=atol)
   if dtype == np.float64:
     arc, root = problems[0]
-    check_grads(lambda a, r: _matrix_tree._linear_sentence(a, r, mask, single_root)[1:], (arc, root),
-                order=2, modes=['fwd', 'rev'], eps=1e-5)
+    # Jitted: run op by op, every call re-traces and re-compiles the elimination's scans.
+    check_grads(jax.jit(lambda a, r: _matrix_tree._linear_sentence(a, r, mask, single_root)[1:]),
+                (arc, root), order=2, modes=['fwd', 'rev'], eps=1e-5)
 
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)
