@@ -889,8 +889,7 @@ def _replace_flagged(flags, exact_fn, inputs, values, chunk):
     return jax.tree.map(lambda v, e: v.at[where].set(e.reshape((-1,) + e.shape[2:]), mode='drop'),
                         values, exact_values)
 
-  return lax.cond(_any_anywhere(flags), fallback, lambda f, i, v: v, flags, inputs,
-                  values)
+  return lax.cond(_any_anywhere(flags), fallback, lambda f, i, v: v, flags, inputs, values)
 
 
 def _statistics(arc_scores, root_scores, lengths, single_root):
