@@ -494,7 +494,7 @@ def test_linear_elimination_matches_float64_log_space_at_n_64(single_root):
 
 
 def test_flat_and_segmented_sweeps_agree(monkeypatch):
-  """Below `_FLAT_BELOW` words the eliminations' sweeps are flat scans; from it on, checkpointed
+  """Up to `_FLAT_UP_TO` words the eliminations' sweeps are flat scans; past it, checkpointed
   segments. Both ways, at n = 11 with a 2-cycle scored 25 among N(0, 2^2) (float64, single root):
   log Z, marginals, and value + gradient of a loss through them, for both eliminations."""
   rng = np.random.default_rng(23)
@@ -512,9 +512,9 @@ def test_flat_and_segmented_sweeps_agree(monkeypatch):
                   jax.jit(jax.value_and_grad(loss, (0, 1)))(arc, root)))
     return out
 
-  assert n < _matrix_tree._FLAT_BELOW
+  assert n <= _matrix_tree._FLAT_UP_TO
   flat = results()
-  monkeypatch.setattr(_matrix_tree, '_FLAT_BELOW', 0)
+  monkeypatch.setattr(_matrix_tree, '_FLAT_UP_TO', 0)
   segmented = results()
   for got, want in zip(jax.tree.leaves(segmented), jax.tree.leaves(flat)):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)

@@ -64,10 +64,10 @@ Numerics (all exact, no eps, no clamping of scores):
   of elements is flagged, and its time about proportional to that number. Below 32 words the chunks
   run at a multiple of 4 words and hold a power of two of sentences (`_exact_padded`), so that the
   programs of different short lengths and batch sizes share one trace of the exact path.
-  Its marginals come from a hand-written reverse sweep of the elimination, from 32 words on in
+  Its marginals come from a hand-written reverse sweep of the elimination, past 32 words in
   checkpointed segments of sqrt(n) steps (`_sweep`, `_linear_marginals`): O(n^2.5) memory per
   sentence for the marginals and for their derivative, where autodiff kept every step (O(n^3), more
-  for grad of grad); below 32 words the sweeps keep every step (`_FLAT_BELOW`: smaller programs).
+  for grad of grad); up to 32 words the sweeps keep every step (`_FLAT_UP_TO`: smaller programs).
   Value + gradient through `marginals` at B = 64, n = 200 (float32, compiled `memory_analysis`):
   163 MiB of temporaries with any number of sharp sentences vs 49 MiB for the LU alone (before
   this design: 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
@@ -376,14 +376,15 @@ def _elimination_start(arc_scores, root_scores, mask, single_root):
   return step, _inputs.vary_like(init, arc_scores, root_scores, mask)
 
 
-# Below this length the eliminations' sweeps are flat scans that keep every step (n states of [n, n]
+# Up to this length the eliminations' sweeps are flat scans that keep every step (n states of [n, n]
 # per sentence: at most ~32k n^3 per chunk of the exact path, `_CHUNK_WORK`, i.e. ~1 MiB in float64);
-# from it on, checkpointed segments of sqrt(n) steps (`_segments`: O(n^2.5) memory per sentence).
+# past it, checkpointed segments of sqrt(n) steps (`_segments`: O(n^2.5) memory per sentence).
 # The segments nest a loop in a loop and recompute each segment in the backward pass, so the flat
 # sweeps make programs that differentiate `marginals` smaller: value + gradient at 4 x 8 compiled
 # in 6.2 s instead of 8.8 s (suite settings; 55 instead of 91 loops), at 64 x 16 / 32 x 28 in 20.7 /
-# 14.4 s instead of 25.3 / 17.2 s (default settings), and every sentence sharp ran 11-21% faster.
-_FLAT_BELOW = 32
+# 14.4 s instead of 25.3 / 17.2 s (default settings; 64 x 32, a shared core: 31 vs 43 s), and every
+# sentence sharp ran 11-21% faster.
+_FLAT_UP_TO = 32
 
 
 def _segments(n):
@@ -403,7 +404,7 @@ def _sweep(step, init, n):
   memory per sentence, where autodiff of the elimination keeps all n (O(n^3), and autodiff of that
   again more). Rounding is that of autodiff (the same operations).
 
-  Below `_FLAT_BELOW` words both sweeps are flat scans: the forward one keeps every step's state.
+  Up to `_FLAT_UP_TO` words both sweeps are flat scans: the forward one keeps every step's state.
 
   Returns:
     (final carry, cotangent of the initial carry for d log Z = 1): the carry's last entry is log Z.
@@ -414,7 +415,7 @@ def _sweep(step, init, n):
 
   start = jax.tree.map(jnp.zeros_like, init[0])
   start = start[:-1] + (jnp.ones_like(start[-1]),)  # d log Z / d log Z
-  if n < _FLAT_BELOW:
+  if n <= _FLAT_UP_TO:
     final, states = lax.scan(lambda c, _: (step(*c), c), init, None, length=n)
     return final[0], lax.scan(step_back, start, states, reverse=True)[0]
 
@@ -624,7 +625,7 @@ def _linear_marginals(arc_scores, root_scores, mask, single_root):
   n = mask.shape[-1]
   step_back = lambda c, r: (_linear_step_back(c, r, single_root), None)
   start = jax.tree.map(jnp.zeros_like, init[0][:3])
-  if n < _FLAT_BELOW:  # flat sweeps (`_FLAT_BELOW`)
+  if n <= _FLAT_UP_TO:  # flat sweeps (`_FLAT_UP_TO`)
     final, records = lax.scan(lambda c, _: step(*c), init, None, length=n)
     d_weights, d_excess, d_first_order = lax.scan(step_back, start, records, reverse=True)[0]
   else:
