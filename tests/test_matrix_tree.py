@@ -370,15 +370,15 @@ def test_zero_pivot_batch_is_flagged_at_64x64():
   root = np.zeros((64, 64), np.float32)
   lengths = np.where(np.arange(64) % 2 == 0, 64, 8).astype(np.int32)
 
-  def unshifted_laplacian(a, r, l):
+  def unshifted_potentials(a, r, l):
     mask = _matrix_tree._prepare(a, r, l)[3]
-    arc_p, root_p = _matrix_tree._potentials(a, r, mask, single_root=False)[:2]  # row 0 not shifted
-    return _matrix_tree._laplacian(arc_p, root_p, mask, single_root=True)
+    return (*_matrix_tree._potentials(a, r, mask, single_root=False)[:2], mask)  # row 0 not shifted
 
-  lap = jax.jit(unshifted_laplacian)(arc, root, lengths)
+  arc_p, root_p, mask = jax.jit(unshifted_potentials)(arc, root, lengths)
+  lap = _matrix_tree._laplacian(arc_p, root_p, mask, single_root=True)
   inverse = _matrix_tree._lu_logdet_and_inverse(lap)[1]
   assert not np.any(np.all(np.isfinite(np.asarray(inverse)), axis=(-2, -1)))  # the LU fails on all
-  assert np.all(jax.jit(_matrix_tree._needs_exact)(lap, inverse))
+  assert np.all(jax.jit(_flagged, static_argnums=(3, 4))(arc_p, root_p, mask, False, True))
   arc_m, root_m = MARGINALS(arc, root, lengths)
   exact = MARGINALS(arc.astype(np.float64), root.astype(np.float64), lengths)
   assert np.all(np.isfinite(arc_m)) and np.all(np.isfinite(root_m))
@@ -387,7 +387,8 @@ def test_zero_pivot_batch_is_flagged_at_64x64():
   # A NaN row among finite (padded identity) rows, in one batch element of 64: flagged by itself.
   inverse = np.broadcast_to(np.eye(64, dtype=np.float32), (64, 64, 64)).copy()
   inverse[5, :3] = np.nan
-  flagged = np.asarray(jax.jit(_matrix_tree._needs_exact)(jnp.asarray(inverse), jnp.asarray(inverse)))
+  lap_column_sums = np.ones((64, 64), np.float32)  # those of the identity Laplacian
+  flagged = np.asarray(jax.jit(_matrix_tree._needs_exact)(jnp.asarray(inverse), lap_column_sums))
   assert flagged[5] and not flagged[np.arange(64) != 5].any()
 
 
@@ -406,8 +407,7 @@ def test_root_row_shift_keeps_offset_scores_on_the_lu_path(offset):
   def flagged(shift_root_row):
     a, r, _, mask = _matrix_tree._prepare(arc, root, lengths)
     arc_p, root_p = _matrix_tree._potentials(a, r, mask, single_root=shift_root_row)[:2]
-    lap = _matrix_tree._laplacian(arc_p, root_p, mask, single_root=True)
-    return int(np.sum(_matrix_tree._needs_exact(lap, _matrix_tree._lu_logdet_and_inverse(lap)[1])))
+    return int(np.sum(_flagged(arc_p, root_p, mask, shift_root_row, laplacian_single_root=True)))
 
   assert flagged(True) == 0 and flagged(False) > 10  # 15 / 62 / 62 of 64 at the three offsets
   log_z = LOG_Z(arc, root, lengths)
@@ -423,6 +423,17 @@ def test_root_row_shift_keeps_offset_scores_on_the_lu_path(offset):
     np.testing.assert_allclose(log_z[i], ref_log_z, rtol=1e-6)
     np.testing.assert_allclose(arc_m[i, :n, :n], ref_arc, atol=1e-5)
     np.testing.assert_allclose(root_m[i, :n], ref_root, atol=1e-5)
+
+
+def _flagged(arc_potentials, root_potentials, mask, single_root, laplacian_single_root=None):
+  """`_needs_exact` as `trees` calls it: the LU inverse of the Laplacian and its column sums from the
+  potentials (`_laplacian_column_abs_sums`). `laplacian_single_root`: the Laplacian's root mode when
+  it differs from the potentials' (potentials without the root row shift)."""
+  root_mode = single_root if laplacian_single_root is None else laplacian_single_root
+  lap = _matrix_tree._laplacian(arc_potentials, root_potentials, mask, root_mode)
+  return _matrix_tree._needs_exact(
+      _matrix_tree._lu_logdet_and_inverse(lap)[1],
+      _matrix_tree._laplacian_column_abs_sums(arc_potentials, root_potentials, mask, root_mode))
 
 
 def _two_cycle_problem(rng, n, cycle_score, dtype):
@@ -449,9 +460,7 @@ def test_linear_elimination_matches_enumeration(single_root, dtype):
   for arc, root in problems:
     assert bool(trusted(arc, root, mask, single_root))
     # The LU estimate rejects them: this is the exact path's work, not the LU's.
-    lap = _matrix_tree._laplacian(*_matrix_tree._potentials(arc, root, mask, single_root)[:2], mask,
-                                  single_root)
-    assert bool(_matrix_tree._needs_exact(lap, jnp.linalg.inv(lap)))
+    assert bool(_flagged(*_matrix_tree._potentials(arc, root, mask, single_root)[:2], mask, single_root))
     log_z, arc_m, root_m = linear(arc, root, mask, single_root)
     ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
     np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-6 if dtype == np.float32 else 1e-13)
@@ -507,7 +516,10 @@ def test_flat_and_segmented_sweeps_agree(monkeypatch):
   def results():
     out = []
     for fn in (_matrix_tree._linear_sentence, _matrix_tree._exact_sentence):
-      loss = lambda a, r, fn=fn: jnp.sum(weights * fn(a, r, mask, True)[1]) + jnp.sum(fn(a, r, mask, True)[2])
+      def loss(a, r, fn=fn):
+        _, arc_m, root_m = fn(a, r, mask, True)
+        return jnp.sum(weights * arc_m) + jnp.sum(root_m)
+
       out.append((jax.jit(lambda a, r, fn=fn: fn(a, r, mask, True))(arc, root),
                   jax.jit(jax.value_and_grad(loss, (0, 1)))(arc, root)))
     return out
@@ -538,9 +550,8 @@ def test_untrusted_sentences_take_the_log_space_elimination(single_root):
   assert bool(_matrix_tree._linear_trusted(arc, root, mask, single_root))
   ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
   for dtype, atol in ((np.float32, 2e-6), (np.float64, 1e-12)):
-    lap = _matrix_tree._laplacian(*_matrix_tree._potentials(
-        arc.astype(dtype), root.astype(dtype), mask, single_root)[:2], mask, single_root)
-    assert bool(_matrix_tree._needs_exact(lap, jnp.linalg.inv(lap)))  # the exact path decides
+    potentials = _matrix_tree._potentials(arc.astype(dtype), root.astype(dtype), mask, single_root)[:2]
+    assert bool(_flagged(*potentials, mask, single_root))  # the exact path decides
     log_z = LOG_Z(arc[None].astype(dtype), root[None].astype(dtype), single_root=single_root)
     arc_m, root_m = MARGINALS(arc[None].astype(dtype), root[None].astype(dtype), single_root=single_root)
     np.testing.assert_allclose(log_z[0], ref_log_z, rtol=1e-6)
@@ -811,8 +822,7 @@ def test_sharp_sample_frequencies(single_root, dtype):
   # Both sentences are beyond the LU path: the exact sampler is what is tested.
   a, r, _, mask = _matrix_tree._prepare(arc, root, lens)
   a_pot, r_pot, _, _ = _matrix_tree._potentials(a, r, mask, single_root)
-  lap = _matrix_tree._laplacian(a_pot, r_pot, mask, single_root)
-  assert np.all(_matrix_tree._needs_exact(lap, _matrix_tree._lu_logdet_and_inverse(lap)[1]))
+  assert np.all(_flagged(a_pot, r_pot, mask, single_root))
   num_samples = 20000
   heads = SAMPLE(jax.random.key(4), arc, root, lens, single_root=single_root, num_samples=num_samples)
   for i, n in enumerate([5, 4]):
@@ -834,8 +844,7 @@ def test_few_sharp_sentences_are_resampled_alone(single_root):
   arc[3, 0, 1] = arc[3, 1, 0] = 40.0  # sentence 3 only: a dominant 2-cycle, beyond the LU path
   a, r, _, mask = _matrix_tree._prepare(arc, root, lens)
   a_pot, r_pot, _, _ = _matrix_tree._potentials(a, r, mask, single_root)
-  lap = _matrix_tree._laplacian(a_pot, r_pot, mask, single_root)
-  flagged = _matrix_tree._needs_exact(lap, _matrix_tree._lu_logdet_and_inverse(lap)[1])
+  flagged = _flagged(a_pot, r_pot, mask, single_root)
   assert np.flatnonzero(flagged).tolist() == [3]
   num_samples = 4000
   fn = functools.partial(trees.sample, single_root=single_root, num_samples=num_samples)
@@ -932,8 +941,8 @@ def test_benchmark_launcher_and_baselines(monkeypatch):
   # and with row 0 shifted (root potentials e^-40 scaled up to 1) its Laplacian is well conditioned.
   for sharpen, expected in ((trees_benchmark.one_sharp_sentence, [True, False]),
                             (trees_benchmark.all_sharp, [True, False])):
-    _, _, _, lap = trees_benchmark._laplacian(sharpen(jnp.asarray(arc)), root, lens)
-    flagged = _matrix_tree._needs_exact(lap, jnp.linalg.inv(lap))
+    a, r, _, mask = _matrix_tree._prepare(sharpen(jnp.asarray(arc)), root, lens)
+    flagged = _flagged(*_matrix_tree._potentials(a, r, mask, True)[:2], mask, True)
     assert flagged.tolist() == expected  # the benchmark's sharp sentences take the exact path
   table = trees_benchmark.format_table([row])
   assert table.splitlines()[0].split()[:3] == ['size', 'ours', 'marg']

@@ -239,7 +239,7 @@ def _logdet_and_inverse(lap, lap_column_sums):
   exactly).
   """
   logdet, inverse = _lu_logdet_and_inverse(lap)
-  spoiled = _needs_exact(lap, inverse, lap_column_sums)
+  spoiled = _needs_exact(inverse, lap_column_sums)
   # `spoiled` is returned as a float (tangent zero), not a bool (tangent float0), so that the rule also
   # types inside shard_map with varying-axis checks.
   return (jnp.where(spoiled, 0.0, logdet), jnp.where(spoiled[..., None, None], 0.0, inverse),
@@ -377,7 +377,7 @@ def _elimination_start(arc_scores, root_scores, mask, single_root):
 
 
 # Up to this length the eliminations' sweeps are flat scans that keep every step (n states of [n, n]
-# per sentence: at most ~32k n^3 per chunk of the exact path, `_CHUNK_WORK`, i.e. ~1 MiB in float64);
+# per sentence; a chunk of the exact path holds ~32k / n^3 sentences, `_CHUNK_WORK`, so ~32k numbers);
 # past it, checkpointed segments of sqrt(n) steps (`_segments`: O(n^2.5) memory per sentence).
 # The segments nest a loop in a loop and recompute each segment in the backward pass, so the flat
 # sweeps make programs that differentiate `marginals` smaller: value + gradient at 4 x 8 compiled
@@ -764,11 +764,11 @@ def _exact_padded(inputs, single_root):
   return log_z, arc_m[:, :n, :n], root_m[:, :n]
 
 
-def _needs_exact(lap, inverse, lap_column_sums=None):
+def _needs_exact(inverse, lap_column_sums):
   """[...] bool: the LU marginals may be off by more than about 1e-3 (float32), or are not finite.
 
-  `lap_column_sums`: `sum_i |lap[i, m]|` [..., n] when the caller has it
-  (`_laplacian_column_abs_sums`), else computed from `lap`.
+  `inverse`: L^-1 [..., n, n]; `lap_column_sums`: `sum_i |L[i, m]|` [..., n]
+  (`_laplacian_column_abs_sums`, without a pass over |L|).
 
   Rounding moves the marginals by at most about `eps ||L||_1 ||L^-1||_inf` (a condition number
   times eps). Measured against the exact elimination in float64, the float32 LU error never
@@ -789,11 +789,10 @@ def _needs_exact(lap, inverse, lap_column_sums=None):
   CPU transpose it into a [..., n, n] copy first (forward marginals 0.92-0.94x with the product).
   """
   eps = jnp.finfo(inverse.dtype).eps
-  column_sums = jnp.sum(jnp.abs(lap), axis=-2) if lap_column_sums is None else lap_column_sums
   row_sums = jnp.matmul(jnp.abs(inverse), jnp.ones(inverse.shape[-1], inverse.dtype),
                         precision=lax.Precision.HIGHEST)  # [..., n]
-  estimate = eps * jnp.max(column_sums, axis=-1) * jnp.max(row_sums, axis=-1)
-  finite = jnp.isfinite(jnp.sum(column_sums, axis=-1) + jnp.sum(row_sums, axis=-1))
+  estimate = eps * jnp.max(lap_column_sums, axis=-1) * jnp.max(row_sums, axis=-1)
+  finite = jnp.isfinite(jnp.sum(lap_column_sums, axis=-1) + jnp.sum(row_sums, axis=-1))
   return ~(finite & (estimate < _lu_tolerance(inverse.dtype)))
 
 
@@ -1251,8 +1250,8 @@ def sample(key, arc_scores, root_scores, lengths=None, *, single_root=True, num_
   arc_potentials, root_potentials, _, _ = _potentials(arc_scores, root_scores, mask, single_root)
   lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
   _, inverse = _lu_logdet_and_inverse(lap)
-  exact = _needs_exact(lap, inverse, _laplacian_column_abs_sums(arc_potentials, root_potentials, mask,
-                                                                single_root))
+  exact = _needs_exact(inverse, _laplacian_column_abs_sums(arc_potentials, root_potentials, mask,
+                                                           single_root))
 
   batch_shape = mask.shape[:-1]
   n = mask.shape[-1]
