@@ -92,6 +92,41 @@ def test_phrase_loss_is_the_loop_over_labelled_nodes_and_padding_adds_nothing():
   assert 'phrase_nll' not in eval_metrics and float(eval_loss) < float(loss)
 
 
+@pytest.mark.parametrize('classifier_input', ['paper', 'both'])
+def test_ap_dcnn_phrases_are_the_tree_lstm_nodes_through_the_s_tilde_block(classifier_input):
+  """AP-DCNN's node logits: node k's Tree-LSTM state h_k through the s~ rows of the one output layer,
+  W[F:] h_k + b (a loop over the nodes); under eq. 12 as written ('paper') that block gets gradient in
+  training from the phrases alone."""
+  encoder = {'name': 'ap_dcnn', 'branches': ((3, 2),), 'features': 4, 'k_top': 2,
+             'classifier_input': classifier_input}
+  model = _model(encoder=encoder)
+  batch = _batch(6)
+  params = jax.jit(lambda b: model.init(jax.random.PRNGKey(0), b))(batch)['params']
+  outputs = jax.jit(lambda p: model.apply({'params': p}, batch, train=True))(params)
+  x = np.asarray(params['embed']['embedding'])[batch['tokens']]
+  leaf_h, node_h, _ = jax.device_get(tree_lstm_lib.binary_tree_lstm(
+      params['encoder']['tree_lstm'], x, batch['lengths'], batch['tree_children'], batch['tree_heights']))
+  w, b = np.asarray(params['logits']['kernel']), np.asarray(params['logits']['bias'])
+  assert w.shape == (8, CLASSES)  # [s; s~]: 4 DCNN features + 4 Tree-LSTM units
+  node_logits = np.asarray(outputs['node_logits'])
+  for i in range(len(LINES)):
+    s = int(batch['lengths'][i])
+    for k in range(2 * s - 1):
+      h = leaf_h[i, k] if k < s else node_h[i, k - s]
+      np.testing.assert_allclose(node_logits[i, k], h @ w[4:] + b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(node_logits[i, 2 * s - 1:], np.broadcast_to(b, node_logits[i, 2 * s - 1:].shape),
+                               rtol=1e-6)  # padding nodes: zero states
+  def s_tilde_block_grad(weight):
+    task = _task(weight)
+    grads = jax.jit(jax.grad(lambda p: task.loss_and_metrics(model.apply({'params': p}, batch, train=True),
+                                                            batch)[0]))(params)
+    return np.abs(np.asarray(grads['logits']['kernel'])[4:]).sum()
+  if classifier_input == 'paper':
+    assert s_tilde_block_grad(0.0) == 0.0 and s_tilde_block_grad(1.0) > 0.0
+  else:
+    assert s_tilde_block_grad(0.0) > 0.0
+
+
 def test_weight_zero_is_exactly_the_old_loss():
   batch = _batch(7)
   with_nodes, plain = _model(phrase_logits=True), _model(phrase_logits=False)
@@ -122,7 +157,7 @@ def test_phrase_supervision_bad_settings_are_named():
     _task(1.0, phrase_logits=False)
   batch = _batch(5)
   cnn = _model(encoder={'name': 'cnn', 'widths': (2,), 'features': 3})
-  with pytest.raises(ValueError, match="defines no tree node states.*'tree_lstm'"):
+  with pytest.raises(ValueError, match="defines no tree node states.*'tree_lstm' or 'ap_dcnn'"):
     cnn.init(jax.random.PRNGKey(0), batch, train=True)
   model = _model()
   params = model.init(jax.random.PRNGKey(0), batch)['params']

@@ -41,7 +41,7 @@ def test_every_row_builds_with_the_papers_settings():
       module.get_config(bad)
 
 
-@pytest.mark.parametrize('row', ['ap_dcnn', 'tree_lstm'])  # max-norm; phrase-level loss
+@pytest.mark.parametrize('row', ['ap_dcnn_phrases', 'tree_lstm'])  # max-norm + phrases; phrases
 def test_tiny_config_trains(fixtures_dir, tmp_path, row):
   config = _module().get_config(f'tiny,{row}')
   config.data.manual_dir = str(fixtures_dir / 'sst')

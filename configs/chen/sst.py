@@ -21,6 +21,10 @@ Rows (`variants`; pick one with its name):
                   `train.phrase_loss_weight` 1: the root's NLL plus the mean NLL of the other nodes).
   ap_dcnn         AP-DCNN as eq. 12 is written: classifier input s in training, [s, s~] at test.
   ap_dcnn_both    AP-DCNN with [s, s~] in training and at test (a consistent variant).
+  ap_dcnn_phrases AP-DCNN as written, its Tree-LSTM trained on every labelled phrase too, as the
+                  tree_lstm row's: each node's h classified by the s~ block of the output layer (the
+                  block eq. 12 adds at test, which nothing else trains), weight 1 (models/chen.py).
+                  With [s, s~] in training too: `--config.model.encoder.classifier_input=both`.
 
 Training (sec. 3.1): Adadelta (rho 0.95, eps 1e-6) with learning rate 0.05, L2 1e-4 per minibatch
 (`optimizer.weight_decay`), dropout 0.5 on the penultimate layer, batches of 50, 300-d vectors updated
@@ -60,6 +64,8 @@ ROWS = {
                  'classifier_input': 'paper'}, 'encoder'),
     'ap_dcnn_both': ({'name': 'ap_dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4,
                       'classifier_input': 'both'}, 'encoder'),
+    'ap_dcnn_phrases': ({'name': 'ap_dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4,
+                         'classifier_input': 'paper'}, 'encoder'),
 }
 # Row -> its other settings (every row sets every key, so that no row inherits another's).
 ROW_DEFAULTS = {'model': {'static_channel': False, 'phrase_logits': False}, 'optimizer': {'max_norm': 0.0},
@@ -70,6 +76,8 @@ ROW_SETTINGS = {
     'tree_lstm': {'model': {'phrase_logits': True}, 'train': {'phrase_loss_weight': 1.0}},
     'ap_dcnn': {'optimizer': {'max_norm': 3.0}},
     'ap_dcnn_both': {'optimizer': {'max_norm': 3.0}},
+    'ap_dcnn_phrases': {'model': {'phrase_logits': True}, 'optimizer': {'max_norm': 3.0},
+                        'train': {'phrase_loss_weight': 1.0}},
 }
 PAPER_TEST_ACCURACY = {
     'fine': {'cnn_non_static': 48.0, 'cnn_multichannel': 47.4, 'dcnn': 48.5, 'lstm': 46.4, 'bilstm': 49.1,

@@ -199,6 +199,11 @@ class _APDCNN(encoders.Encoder):
     'both':  [s; s~] in training and at test (a consistent variant).
   States [..., T, len(branches) * F1 + D]: the DCNN's first-layer word states and the Tree-LSTM's word
   (leaf) states. Sows `<sow_prefix>attention_pooling` [..., len(branches), k_top] (alpha per DCNN).
+  Nodes (where the Tree-LSTM has phrase nodes: 'ap_dcnn') [..., N, len(s) + D]: [0; h_k] for every
+  node k, so phrase-level supervision (Tai et al. 2015 sec. 5.1; `phrase_logits` with
+  `train.phrase_loss_weight`) classifies each phrase's Tree-LSTM state with the s~ block of the one
+  output layer, the block eq. 12 reads at test. Under 'paper' nothing else trains that block; the
+  paper does not say whether its Tree-LSTM sees phrase labels (its Tree-LSTM row, Tai et al.'s, did).
 
   Attributes:
     branches, features, k_top, convolution: the DCNN (as 'dcnn').
@@ -211,8 +216,8 @@ class _APDCNN(encoders.Encoder):
   classifier_input: str = 'paper'
 
   def _tree(self, x, lengths, structure, hidden):
-    """(word states [B, T, hidden], sentence vector s~ [B, hidden]); abstract: the two registered
-    subclasses below define it."""
+    """(word states [B, T, hidden], sentence vector s~ [B, hidden], node states [B, N, hidden] in
+    node-id order or None); abstract: the two registered subclasses below define it."""
     raise NotImplementedError(f'{type(self).__name__} is abstract; use ap_dcnn or ap_dcnn_dependency')
 
   @nn.compact
@@ -226,7 +231,7 @@ class _APDCNN(encoders.Encoder):
     outs, dcnn_states = _ParallelDCNN(self.branches, self.features, self.k_top, self.convolution,
                                       name='dcnn')(x, lengths)
     hidden = outs[0][0].shape[-1]
-    tree_states, guide = self._tree(x, lengths, structure, hidden)
+    tree_states, guide, tree_nodes = self._tree(x, lengths, structure, hidden)
     pooled, alphas = [], []
     for local, local_lengths in outs:
       s, alpha = cosine_attention_pooling(local, local_lengths, guide)
@@ -240,7 +245,10 @@ class _APDCNN(encoders.Encoder):
     nonempty = (lengths > 0)[:, None]
     sentence = jnp.where(nonempty, jnp.concatenate([s, guide], -1), 0.0)
     states = jnp.concatenate([dcnn_states, tree_states], -1)
-    return encoders.EncoderOutput(*_unflatten(lead, states, sentence))
+    if tree_nodes is None:
+      return encoders.EncoderOutput(*_unflatten(lead, states, sentence))
+    nodes = jnp.concatenate([jnp.zeros(tree_nodes.shape[:-1] + s.shape[-1:], s.dtype), tree_nodes], -1)
+    return encoders.EncoderOutput(*_unflatten(lead, states, sentence, nodes))
 
 
 @encoders.register('ap_dcnn')
@@ -252,9 +260,9 @@ class APDCNNEncoder(_APDCNN):
   STRUCTURE_INPUTS: ClassVar[tuple[str, ...]] = ('tree_children', 'tree_heights')
 
   def _tree(self, x, lengths, structure, hidden):
-    leaf_h, _, root_h = tree_lstm_lib.BinaryTreeLSTM(hidden, name='tree_lstm')(
+    leaf_h, node_h, root_h = tree_lstm_lib.BinaryTreeLSTM(hidden, name='tree_lstm')(
         x, lengths, structure['tree_children'], structure['tree_heights'])
-    return leaf_h, root_h
+    return leaf_h, root_h, tree_lstm_lib.states_by_node_id(leaf_h, node_h, lengths)
 
 
 @encoders.register('ap_dcnn_dependency')
@@ -266,4 +274,5 @@ class APDCNNDependencyEncoder(_APDCNN):
   STRUCTURE_INPUTS: ClassVar[tuple[str, ...]] = ('heads',)
 
   def _tree(self, x, lengths, structure, hidden):
-    return tree_lstm_lib.ChildSumTreeLSTM(hidden, name='tree_lstm')(x, lengths, structure['heads'])
+    h, root_h = tree_lstm_lib.ChildSumTreeLSTM(hidden, name='tree_lstm')(x, lengths, structure['heads'])
+    return h, root_h, None

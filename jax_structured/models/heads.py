@@ -146,8 +146,8 @@ class SentenceClassifier(_Head):
   Attributes: as `_Head`, plus
     pooling: one of POOLINGS.
     phrase_logits: also classify the encoder's tree nodes in training (an encoder with `nodes`:
-      'tree_lstm'; its node states must be the size of the pooled sentence vector, e.g. pooling
-      'encoder').
+      'tree_lstm', 'ap_dcnn'; its node states must be the size of the pooled sentence vector, e.g.
+      pooling 'encoder').
   """
   pooling: str = 'max'
   phrase_logits: bool = False
@@ -163,7 +163,8 @@ class SentenceClassifier(_Head):
                       dropout_rate=self.dropout_rate, train=train)
     if output.nodes is None:
       raise ValueError(f'config.model.phrase_logits=True but encoder {type(self.encoder).__name__} defines '
-                       "no tree node states (EncoderOutput.nodes); use 'tree_lstm' or set phrase_logits=False")
+                       "no tree node states (EncoderOutput.nodes); use 'tree_lstm' or 'ap_dcnn', or set "
+                       'phrase_logits=False')
     if output.nodes.shape[-1] != v.shape[-1]:
       raise ValueError(f'config.model.phrase_logits=True: the tree nodes have {output.nodes.shape[-1]} '
                        f'features but the classifier reads {v.shape[-1]} (pooling {self.pooling!r}); use '
