@@ -245,9 +245,8 @@ class _APDCNN(encoders.Encoder):
     nonempty = (lengths > 0)[:, None]
     sentence = jnp.where(nonempty, jnp.concatenate([s, guide], -1), 0.0)
     states = jnp.concatenate([dcnn_states, tree_states], -1)
-    if tree_nodes is None:
-      return encoders.EncoderOutput(*_unflatten(lead, states, sentence))
-    nodes = jnp.concatenate([jnp.zeros(tree_nodes.shape[:-1] + s.shape[-1:], s.dtype), tree_nodes], -1)
+    nodes = None if tree_nodes is None else jnp.concatenate(
+        [jnp.zeros(tree_nodes.shape[:-1] + s.shape[-1:], s.dtype), tree_nodes], -1)
     return encoders.EncoderOutput(*_unflatten(lead, states, sentence, nodes))
 
 
