@@ -1,5 +1,8 @@
 """AP-DCNN family (Chen et al. 2017): the encoders under the encoder contract, attention pooling (eqs.
 10-11) against numpy, eq. 12's two classifier inputs, SST trees from the loader, and bad input."""
+import collections
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -144,8 +147,64 @@ def test_sst_loader_trees(fixtures_dir, tmp_path):
   batch = next(iter(train.batches(2, shuffle=False)))
   steps = batch['tokens'].shape[1]
   assert batch['tree_children'].shape == (2, steps - 1, 2) and batch['tree_labels'].shape == (2, 2 * steps - 1)
-  with pytest.raises(ValueError, match='train_phrases'):
-    data.load(_sst_config(fixtures_dir / 'sst', tmp_path / 'tfds', binary_trees=True, train_phrases=True))
+
+
+def _bracketed_subtrees(line):
+  """Every node's own bracket text of a PTB tree line, pre-order (an independent reference: string
+  matching, not the node arrays)."""
+  out, stack = [], []
+  for i, ch in enumerate(line):
+    if ch == '(':
+      stack.append(i)
+      out.append(None)
+      stack[-1] = (i, len(out) - 1)
+    elif ch == ')':
+      start, slot = stack.pop()
+      out[slot] = line[start:i + 1]
+  return out
+
+
+def _as_key(tokens, label, arrays):
+  return (tuple(tokens), int(label)) + tuple(tuple(np.asarray(arrays[k]).ravel()) for k in tree_batching.TREE_KEYS)
+
+
+@pytest.mark.parametrize('labels', ['fine', 'binary'])
+def test_sst_phrases_with_trees_are_subtrees(fixtures_dir, tmp_path, labels):
+  """`train_phrases` + `binary_trees`: every labelled phrase of train is an example whose arrays are those
+  of its own bracket text; dev / test stay whole sentences."""
+  config = _sst_config(fixtures_dir / 'sst', tmp_path / 'tfds', binary_trees=True, train_phrases=True,
+                       config=labels)
+  task = data.load(config)
+  got = collections.Counter(_as_key(task.vocab.decode(e['tokens']), e['label'], e)
+                            for e in task.splits['train'].examples)
+  want = collections.Counter()
+  for line in (fixtures_dir / 'sst' / 'train.txt').read_text().splitlines():
+    if labels == 'binary' and tree_batching.binary_tree_arrays(line, binary_labels=True)['tree_labels'][-1] < 0:
+      continue  # the builder drops neutral sentences from binary SST
+    for text in _bracketed_subtrees(line):
+      arrays = tree_batching.binary_tree_arrays(text, binary_labels=labels == 'binary')
+      label = arrays['tree_labels'][-1]
+      if label < 0:  # binary: neutral phrases are not examples
+        continue
+      words = re.findall(r'\(\d+ ([^()]+?)\)', text)  # the preterminals' words
+      want[_as_key([w.lower() if config.lowercase else w for w in words], label, arrays)] += 1
+  assert got == want
+  whole = data.load(_sst_config(fixtures_dir / 'sst', tmp_path / 'tfds2', binary_trees=True, config=labels))
+  assert sum(want.values()) > 2 * len(whole.splits['train'])  # phrases, not only sentences
+  for split in ('validation', 'test'):
+    assert len(task.splits[split]) == len(whole.splits[split])
+  # The first example of each sentence is the sentence itself (root first).
+  first, sentence = task.splits['train'].examples[0], whole.splits['train'].examples[0]
+  assert _as_key(task.vocab.decode(first['tokens']), first['label'], first) == _as_key(
+      whole.vocab.decode(sentence['tokens']), sentence['label'], sentence)
+
+
+def test_subtree_arrays_reject_a_node_outside_the_tree():
+  tree = tree_batching.binary_tree_arrays('(3 (2 Good) (3 film))')
+  assert tree_batching.subtree_arrays(tree, 2)[:2] == (0, 2)
+  assert tree_batching.subtree_arrays(tree, 1)[:2] == (1, 2)
+  with pytest.raises(ValueError, match='node id 3 outside the tree of 2 words'):
+    tree_batching.subtree_arrays(tree, 3)
 
 
 def test_sst_loader_names_file_and_line_of_a_non_binary_tree(fixtures_dir, tmp_path):

@@ -35,6 +35,7 @@ def test_every_row_builds_with_the_papers_settings():
     assert type(model).__name__ == 'SentenceClassifier', name
     assert child.model.encoder.name == module.ROWS[name][0]['name']
   assert module.get_config('dcnn').variants.to_dict() == {}
+  assert not config.data.train_phrases and module.get_config('dcnn,phrases').data.train_phrases
   for bad, message in (('trek', "unknown option 'trek'"), ('dcnn,lstm', 'at most one row'),
                        ('embeddings=', 'needs a registered name')):
     with pytest.raises(ValueError, match=message):

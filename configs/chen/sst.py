@@ -42,6 +42,11 @@ Options (comma-separated after the file name):
   <row>                 that row only.
   fine | binary         the label set (default fine).
   embeddings=NAME|PATH  pretrained vectors (300-d).
+  phrases               train on every labelled phrase of the training trees as an example of its own
+                        (`data.train_phrases`: its words and its subtree, root first), as Kim (2014) and
+                        Kalchbrenner et al. (2014) train their SST models (the paper's CNN / DCNN rows);
+                        dev / test stay whole sentences. Rows with node supervision keep it (turn it off
+                        with --config.model.phrase_logits=False --config.train.phrase_loss_weight=0).
   tiny                  small sizes and 30 steps for a CPU smoke run (16-d random vectors, batch 8).
 Paper test accuracy (Table 1, fine / binary): CNN-non-static 48.0 / 87.2, CNN-multichannel 47.4 / 88.1,
 DCNN 48.5 / 86.8, LSTM 46.4 / 84.9, Bidirectional LSTM 49.1 / 87.5, Tree-LSTM 51.0 / 88.0, AP-DCNN
@@ -89,7 +94,7 @@ TINY_SIZES = {'hidden_size': 8, 'features': 4, 'k_top': 2}
 
 
 def _options(text):
-  row, labels, vectors, tiny = None, 'fine', '', False
+  row, labels, vectors, tiny, phrases = None, 'fine', '', False, False
   for option in [o.strip() for o in (text or '').split(',') if o.strip()]:
     if option in ROWS:
       if row is not None:
@@ -103,15 +108,17 @@ def _options(text):
         raise ValueError('configs/chen/sst.py: embeddings= needs a registered name or a file path')
     elif option == 'tiny':
       tiny = True
+    elif option == 'phrases':
+      phrases = True
     else:
       raise ValueError(f'configs/chen/sst.py: unknown option {option!r}; known: one of {sorted(ROWS)}, '
-                       'fine, binary, embeddings=NAME_OR_PATH, tiny')
-  return row, labels, vectors, tiny
+                       'fine, binary, embeddings=NAME_OR_PATH, phrases, tiny')
+  return row, labels, vectors, tiny, phrases
 
 
 def get_config(options=''):
   """The Table 1 config; `options` as in the module docstring."""
-  row, labels, vectors, tiny = _options(options)
+  row, labels, vectors, tiny, phrases = _options(options)
   config = ml_collections.ConfigDict()
   config.seed = 0
   config.task = 'sentence'
@@ -122,6 +129,7 @@ def get_config(options=''):
   config.data.config = labels
   config.data.manual_dir = '../shared/data/sst'
   config.data.binary_trees = True
+  config.data.train_phrases = phrases
   config.data.batch_size = 50
   config.data.embeddings = vectors or 'word2vec'
   config.data.embedding_dim = 300

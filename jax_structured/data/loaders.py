@@ -445,14 +445,13 @@ def load_sst(config) -> core.TaskData:
   `binary_trees=True` adds each sentence's binarised tree as node arrays (`tree_batching`:
   'tree_children', 'tree_heights', 'tree_labels' (binary: neutral phrases -1); the batched Tree-LSTM's
   structure inputs and the phrase-level supervision's node labels); the tokens
-  are then the tree leaves exactly (split on ASCII spaces only: an SST word may contain U+00A0).
+  are then the tree leaves exactly (split on ASCII spaces only: an SST word may contain U+00A0). With
+  both, every labelled phrase is a training example with its own subtree (`tree_batching.subtree_arrays`),
+  root first, so tree encoders train on phrases as examples too.
   """
   cfg = validate_config(config, 'sst')
   if cfg['config'] not in SST_LABELS:
     raise ValueError(f'config.data.config={cfg["config"]!r} for sst must be "fine" or "binary"')
-  if cfg['binary_trees'] and cfg['train_phrases']:
-    raise ValueError('config.data.binary_trees and config.data.train_phrases are both set: phrase examples '
-                     'have no tree of their own; train on whole trees (every node is labelled in tree_labels)')
   raw, skipped, _ = _read_splits('sst', cfg, cfg['config'])
   lower = cfg['lowercase']
   data = {}
@@ -467,7 +466,10 @@ def load_sst(config) -> core.TaskData:
         except tree_batching.TreeError as e:
           where = _locate('sst', cfg, cfg['config'], split, r['tree'][:60], index)
           raise tree_batching.TreeError(f'{where}: {e}') from None
-        items.append((tokens, int(r['label']), tree))
+        if split == 'train' and cfg['train_phrases']:
+          items.extend(_sst_subtree_examples(tokens, tree))
+        else:
+          items.append((tokens, int(r['label']), tree))
       elif split == 'train' and cfg['train_phrases']:
         for label, tokens in text_lib.sst_phrases(r['tree']):
           if cfg['config'] == 'binary':
@@ -484,6 +486,21 @@ def load_sst(config) -> core.TaskData:
   return _finish('sst', 'sentence', cfg, vocab, SST_LABELS[cfg['config']], examples, skipped,
                  lambda: [t for s in ('train', 'validation') for t, _, _ in data.get(s, [])],
                  words={s: [t for t, _, _ in items] for s, items in data.items()})
+
+
+def _sst_subtree_examples(tokens, tree):
+  """(tokens, label, arrays) of every labelled phrase of one binarised SST tree, root first, then the
+  other nodes by node id (leaves in word order, internal nodes in post-order); nodes labelled -1
+  (binary SST: neutral) are left out."""
+  labels = tree['tree_labels']
+  root = len(labels) - 1
+  out = []
+  for node in [root] + list(range(root)):
+    if labels[node] < 0:
+      continue
+    first, end, arrays = tree_batching.subtree_arrays(tree, node)
+    out.append((tokens[first:end], int(labels[node]), arrays))
+  return out
 
 
 def trec_tokens(question: str, *, clean: bool = LOADER_DEFAULTS['trec']['clean'],

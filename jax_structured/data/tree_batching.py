@@ -112,6 +112,46 @@ def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, low
   return {'tree_children': children, 'tree_heights': heights, 'tree_labels': labels}
 
 
+def subtree_arrays(arrays: dict[str, np.ndarray], node: int) -> tuple[int, int, dict[str, np.ndarray]]:
+  """The subtree of `binary_tree_arrays`' tree rooted at node id `node`, as a tree of its own.
+
+  A phrase of a binarised tree covers consecutive leaves `first..end-1`, and in post-order its m - 1
+  internal nodes are consecutive ids ending at `node` (every node's descendants come right before it),
+  so the subtree's arrays are slices renumbered to the module's node ids: leaf `first + i` becomes
+  leaf `i`, internal node `s + j` becomes `m + j - j0`. Equal to `binary_tree_arrays` of the
+  subtree's own bracket text (tested), without re-parsing. Phrase examples (the sst loader's
+  `train_phrases` with `binary_trees`: Kim 2014, Kalchbrenner et al. 2014 train on every phrase)
+  keep their tree this way.
+
+  Args:
+    arrays: `binary_tree_arrays` of a sentence of s words (`tree_labels` optional).
+    node: a node id, 0..2s-2 (leaves 0..s-1, internal s..2s-2).
+
+  Returns:
+    (first, end, arrays of the m = end - first word subtree: children [m - 1, 2], heights [m - 1],
+    labels [2m - 1] when given).
+  """
+  children = np.asarray(arrays['tree_children'])
+  s = len(children) + 1
+  if not 0 <= node < 2 * s - 1:
+    raise ValueError(f'node id {node} outside the tree of {s} words (0..{2 * s - 2})')
+  first, last = node, node
+  while first >= s:  # leftmost leaf: follow left children
+    first = int(children[first - s, 0])
+  while last >= s:  # rightmost leaf: follow right children
+    last = int(children[last - s, 1])
+  m = last - first + 1
+  j_end = node - s + 1 if node >= s else 0  # internal ids j0..j_end-1 (none for a leaf)
+  j0 = j_end - (m - 1)
+  block = children[j0:j_end]
+  out = {'tree_children': np.where(block < s, block - first, block - s - j0 + m).astype(np.int32),
+         'tree_heights': np.asarray(arrays['tree_heights'])[j0:j_end].astype(np.int32)}
+  if 'tree_labels' in arrays:
+    labels = np.asarray(arrays['tree_labels'])
+    out['tree_labels'] = np.concatenate([labels[first:last + 1], labels[s + j0:s + j_end]]).astype(np.int32)
+  return first, last + 1, out
+
+
 def binary_sentiment(labels: np.ndarray) -> np.ndarray:
   """SST fine labels int [...] (0-4) -> binary classes: 0-1 -> 0, 3-4 -> 1, 2 (neutral) -> -1 (none)."""
   labels = np.asarray(labels, np.int32)
