@@ -199,6 +199,20 @@ def test_sst_phrases_with_trees_are_subtrees(fixtures_dir, tmp_path, labels):
       whole.vocab.decode(sentence['tokens']), sentence['label'], sentence)
 
 
+@pytest.mark.parametrize('binary_trees', [True, False])
+def test_sst_phrases_train_word2vec_on_the_sentences(fixtures_dir, tmp_path, monkeypatch, binary_trees):
+  """Under `train_phrases` the embedding corpus is train's and dev's whole sentences, not every phrase."""
+  corpora = []
+  real = loaders._embeddings
+  monkeypatch.setattr(loaders, '_embeddings', lambda cfg, vocab, corpus: (corpora.append(corpus()), real(
+      cfg, vocab, corpus))[1])
+  for phrases in (False, True):
+    data.load(_sst_config(fixtures_dir / 'sst', tmp_path / f'tfds{phrases}', binary_trees=binary_trees,
+                          train_phrases=phrases))
+  sentences, with_phrases = corpora
+  assert with_phrases == sentences and len(sentences) == 3 + 2  # the fixture's train and dev lines
+
+
 def test_subtree_arrays_reject_a_node_outside_the_tree():
   tree = tree_batching.binary_tree_arrays('(3 (2 Good) (3 film))')
   assert tree_batching.subtree_arrays(tree, 2)[:2] == (0, 2)

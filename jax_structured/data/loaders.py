@@ -455,11 +455,13 @@ def load_sst(config) -> core.TaskData:
   raw, skipped, _ = _read_splits('sst', cfg, cfg['config'])
   lower = cfg['lowercase']
   data = {}
+  sentences = {}  # each split's whole sentences: the word2vec corpus when train holds phrases
   for split, records in raw.items():
-    items = []
+    items, sentences[split] = [], []
     for index, r in enumerate(_progress(records, f'sst/{split}')):
       if cfg['binary_trees']:
         tokens = [t.lower() if lower else t for t in r['text'].split(' ')]
+        sentences[split].append(tokens)
         try:
           tree = tree_batching.binary_tree_arrays(r['tree'], tokens, lowercase=lower,
                                                   binary_labels=cfg['config'] == 'binary')
@@ -470,21 +472,26 @@ def load_sst(config) -> core.TaskData:
           items.extend(_sst_subtree_examples(tokens, tree))
         else:
           items.append((tokens, int(r['label']), tree))
-      elif split == 'train' and cfg['train_phrases']:
-        for label, tokens in text_lib.sst_phrases(r['tree']):
-          if cfg['config'] == 'binary':
-            if label == 2:
-              continue
-            label = int(label > 2)
-          items.append(([t.lower() if lower else t for t in tokens], int(label), {}))
       else:
-        items.append((text_lib.whitespace_tokenize(r['text'], lowercase=lower), int(r['label']), {}))
+        sentences[split].append(text_lib.whitespace_tokenize(r['text'], lowercase=lower))
+        if split == 'train' and cfg['train_phrases']:
+          for label, tokens in text_lib.sst_phrases(r['tree']):
+            if cfg['config'] == 'binary':
+              if label == 2:
+                continue
+              label = int(label > 2)
+            items.append(([t.lower() if lower else t for t in tokens], int(label), {}))
+        else:
+          items.append((sentences[split][-1], int(r['label']), {}))
     data[split] = _filter_train('sst', split, items, lambda x: len(x[0]), cfg, skipped)
   vocab = _vocab((t for t, _, _ in data['train']), cfg)
   examples = {s: [{'tokens': vocab.encode(t), 'label': y, **tree} for t, y, tree in items]
               for s, items in data.items()}
-  return _finish('sst', 'sentence', cfg, vocab, SST_LABELS[cfg['config']], examples, skipped,
-                 lambda: [t for s in ('train', 'validation') for t, _, _ in data.get(s, [])],
+  if cfg['train_phrases']:  # word2vec on the sentences, not on every phrase of them again
+    corpus = lambda: [t for s in ('train', 'validation') for t in sentences.get(s, [])]
+  else:
+    corpus = lambda: [t for s in ('train', 'validation') for t, _, _ in data.get(s, [])]
+  return _finish('sst', 'sentence', cfg, vocab, SST_LABELS[cfg['config']], examples, skipped, corpus,
                  words={s: [t for t, _, _ in items] for s, items in data.items()})
 
 
