@@ -155,9 +155,8 @@ def _bracketed_subtrees(line):
   out, stack = [], []
   for i, ch in enumerate(line):
     if ch == '(':
-      stack.append(i)
       out.append(None)
-      stack[-1] = (i, len(out) - 1)
+      stack.append((i, len(out) - 1))  # (start, this node's slot in pre-order)
     elif ch == ')':
       start, slot = stack.pop()
       out[slot] = line[start:i + 1]
@@ -165,7 +164,8 @@ def _bracketed_subtrees(line):
 
 
 def _as_key(tokens, label, arrays):
-  return (tuple(tokens), int(label)) + tuple(tuple(np.asarray(arrays[k]).ravel()) for k in tree_batching.TREE_KEYS)
+  return (tuple(tokens), int(label)) + tuple(tuple(np.asarray(arrays[k]).ravel())
+                                             for k in tree_batching.TREE_KEYS)
 
 
 @pytest.mark.parametrize('labels', ['fine', 'binary'])
@@ -179,7 +179,8 @@ def test_sst_phrases_with_trees_are_subtrees(fixtures_dir, tmp_path, labels):
                             for e in task.splits['train'].examples)
   want = collections.Counter()
   for line in (fixtures_dir / 'sst' / 'train.txt').read_text().splitlines():
-    if labels == 'binary' and tree_batching.binary_tree_arrays(line, binary_labels=True)['tree_labels'][-1] < 0:
+    root_label = tree_batching.binary_tree_arrays(line, binary_labels=labels == 'binary')['tree_labels'][-1]
+    if root_label < 0:
       continue  # the builder drops neutral sentences from binary SST
     for text in _bracketed_subtrees(line):
       arrays = tree_batching.binary_tree_arrays(text, binary_labels=labels == 'binary')
