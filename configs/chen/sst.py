@@ -47,6 +47,8 @@ Options (comma-separated after the file name):
                         Kalchbrenner et al. (2014) train their SST models (the paper's CNN / DCNN rows);
                         dev / test stay whole sentences. Rows with node supervision keep it (turn it off
                         with --config.model.phrase_logits=False --config.train.phrase_loss_weight=0).
+                        With GloVe 50-d it lifts every SST-2 row (+3.7 to +6.3), SST-5 rows by 0.2 at most (69% of
+                        SST-5's training phrases are neutral, 19% of its sentences): README "AP-DCNN".
   tiny                  small sizes and 30 steps for a CPU smoke run (16-d random vectors, batch 8).
 Paper test accuracy (Table 1, fine / binary): CNN-non-static 48.0 / 87.2, CNN-multichannel 47.4 / 88.1,
 DCNN 48.5 / 86.8, LSTM 46.4 / 84.9, Bidirectional LSTM 49.1 / 87.5, Tree-LSTM 51.0 / 88.0, AP-DCNN
