@@ -205,8 +205,12 @@ def test_sst_phrases_train_word2vec_on_the_sentences(fixtures_dir, tmp_path, mon
   """Under `train_phrases` the embedding corpus is train's and dev's whole sentences, not every phrase."""
   corpora = []
   real = loaders._embeddings
-  monkeypatch.setattr(loaders, '_embeddings', lambda cfg, vocab, corpus: (corpora.append(corpus()), real(
-      cfg, vocab, corpus))[1])
+
+  def recording(cfg, vocab, corpus):
+    corpora.append(corpus())
+    return real(cfg, vocab, corpus)
+
+  monkeypatch.setattr(loaders, '_embeddings', recording)
   for phrases in (False, True):
     data.load(_sst_config(fixtures_dir / 'sst', tmp_path / f'tfds{phrases}', binary_trees=binary_trees,
                           train_phrases=phrases))
