@@ -36,7 +36,8 @@ def _flags_work(flags: str) -> bool:
 
 
 def use_fast_cpu_compiles() -> list[str]:
-  """Sets both settings for this process (and the processes it starts); call before any JAX op.
+  """Sets both settings for this process and, through the environment, for the processes it starts
+  (a test's `python -m launch.train ...` compiles like the suite); call before any JAX op.
 
   Returns:
     the XLA flags now in effect among `FAST_CPU_FLAGS` (empty where this XLA build lacks them).
@@ -50,6 +51,7 @@ def use_fast_cpu_compiles() -> list[str]:
     raise RuntimeError('use_fast_cpu_compiles() must run before the first JAX operation: XLA read '
                        'XLA_FLAGS when its backend started')
   jax.config.update('jax_disable_most_optimizations', True)
+  os.environ['JAX_DISABLE_MOST_OPTIMIZATIONS'] = 'true'  # for the processes it starts, as XLA_FLAGS
   current = os.environ.get('XLA_FLAGS', '')
   missing = [flag for flag in FAST_CPU_FLAGS if flag.split('=')[0] not in current]
   if missing:

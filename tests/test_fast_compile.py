@@ -10,6 +10,7 @@ from launch import _fast_compile
 def test_the_suite_runs_with_the_fast_settings():
   """conftest.py applied them before the first JAX op (this XLA build knows the flag)."""
   assert jax.config.read('jax_disable_most_optimizations')
+  assert os.environ['JAX_DISABLE_MOST_OPTIMIZATIONS'] == 'true'  # the launchers tests start inherit it
   assert '--xla_cpu_use_fusion_emitters=false' in os.environ.get('XLA_FLAGS', '').split()
 
 

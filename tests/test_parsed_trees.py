@@ -159,8 +159,7 @@ def test_missing_cache_error_prints_the_command_that_writes_it(parser_workdir, t
   argv = shlex.split(command)
   proc = subprocess.run([sys.executable] + argv[1:], cwd=REPO, capture_output=True, text=True,
                         timeout=300, check=False,
-                        env={**os.environ, 'JAX_DISABLE_MOST_OPTIMIZATIONS': 'true',
-                             'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower()})
+                        env={**os.environ, 'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower()})
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert 'distinct sentences' in proc.stdout and 'parsed_trees' in proc.stdout
   _check_examples(data.load(config), 'sentence')

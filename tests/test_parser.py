@@ -662,9 +662,8 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   proc = subprocess.run([sys.executable, '-m', 'launch.parse', f'--workdir={workdir}',
                          f'--input={raw}', f'--output={out}', '--format=raw'],
                         cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
-                        env={**os.environ, 'JAX_DISABLE_MOST_OPTIMIZATIONS': 'true',
-                             # the same x64 mode as the training above (tests/conftest.py)
-                             'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower()})
+                        # the same x64 mode as the training above (tests/conftest.py)
+                        env={**os.environ, 'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower()})
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert 'sentences/s' in proc.stdout
   parsed = _read_conllu(out.read_text(encoding='utf-8'))

@@ -216,8 +216,7 @@ def test_show_boundaries_on_a_trained_workdir(trained, tmp_path):
   proc = subprocess.run([sys.executable, '-m', 'launch.show_boundaries', f'--workdir={workdir}',
                          '--split=test', '--num_documents=1', f'--output_dir={out}'],
                         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-                        env={**os.environ, 'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower(),
-                             'JAX_DISABLE_MOST_OPTIMIZATIONS': 'true'})
+                        env={**os.environ, 'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower()})
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert f'mean {result["phrases"]["mean"]:.2f}, min {result["phrases"]["min"]}' in proc.stdout
   assert 'paper (Yahoo Answers): mean 4.72, min 1, max 15' in proc.stdout

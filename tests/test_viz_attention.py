@@ -146,8 +146,7 @@ def test_render_attention_from_a_trained_workdir(fixtures_dir, tmp_path):
   proc = subprocess.run([sys.executable, '-m', 'launch.show_attention', f'--workdir={workdir}',
                          '--split=test', '--num_sentences=1', f'--output_dir={out}'],
                         cwd=repo, capture_output=True, text=True, timeout=300, check=False,
-                        env={**os.environ, 'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower(),
-                             'JAX_DISABLE_MOST_OPTIMIZATIONS': 'true'})
+                        env={**os.environ, 'JAX_ENABLE_X64': str(jax.config.jax_enable_x64).lower()})
   assert proc.returncode == 0, proc.stderr[-3000:]
   names = sorted(p.name for p in out.glob('*.svg'))  # sentence_000_<module path with _>.svg
   assert len(names) == 2 and all(n.startswith('sentence_000_encoder_') for n in names), names
