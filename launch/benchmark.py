@@ -11,6 +11,7 @@ import importlib
 import pkgutil
 import sys
 
+from jax_structured import trees
 from launch import _errors
 from launch import benchmarks
 
@@ -49,6 +50,13 @@ def run(argv=None):
     module = load_benchmark(name)
   except ValueError as e:
     _errors.fail(str(e))
+  try:
+    exact = trees.exact_fallback_enabled()
+  except ValueError as e:
+    _errors.fail(str(e))
+  if not exact:
+    _errors.fail('JAX_STRUCTURED_EXACT_FALLBACK=0 is set: it leaves the exact fallback of trees.marginals '
+                 'out of the programs, and the benchmarks time the library as users run it; unset it')
   _errors.run(module.main, argv=argv)
 
 

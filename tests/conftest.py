@@ -6,6 +6,11 @@ import sys
 # Batched LU / triangular solves on a small CPU box run far faster single-threaded (OpenBLAS threads
 # otherwise contend with XLA's and pytest-xdist's); must be set before the BLAS library loads.
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
+# The exact fallback of trees.marginals & co. is most of the compile time of every program that
+# differentiates them; the suite leaves it out (flagged elements give NaN, so a test that meets one
+# fails loudly) except in the modules that test it (`exact_fallback` below). Inherited by the launched
+# `python -m launch.*` children.
+os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '0'
 
 import jax  # noqa: E402
 
@@ -64,6 +69,21 @@ def _memory_mappings():
       return sum(1 for _ in f)
   except OSError:
     return None
+
+
+@pytest.fixture(scope='module')
+def exact_fallback():
+  """The library as users run it: the exact fallback of trees.marginals & co. on, for a whole module
+  (`pytestmark = pytest.mark.usefixtures('exact_fallback')`) and the children it launches.
+
+  JAX's caches are cleared on the way in and out: the setting is read when a function is traced, and
+  `jax.jit(trees.marginals)` in two modules shares one cache.
+  """
+  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '1'
+  jax.clear_caches()
+  yield
+  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '0'
+  jax.clear_caches()
 
 
 @pytest.fixture(autouse=True, scope='module')

@@ -18,6 +18,9 @@ from launch.benchmarks import parser as parser_benchmark
 from launch.benchmarks import report
 from launch.benchmarks import trees as trees_benchmark
 
+# The library as users run it: the exact fallback on (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures('exact_fallback')
+
 
 def _numbers(report_dict):
   for family in report_dict['families']:

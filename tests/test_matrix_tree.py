@@ -25,6 +25,9 @@ import brute_force
 from jax_structured import trees
 from jax_structured.trees import _matrix_tree
 
+# The library as users run it: the exact fallback on (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures('exact_fallback')
+
 ROOT_MODES = [True, False]
 # Jitted entry points: one compilation per shape instead of op-by-op dispatch (keeps the tests fast).
 LOG_Z = jax.jit(trees.log_partition, static_argnames='single_root')
@@ -642,6 +645,33 @@ def test_exact_fallback_under_a_user_vmap():
   assert all(brute_force._is_tree(tuple(h)) for h in np.asarray(heads))
 
 
+def test_exact_fallback_off_gives_nan_where_flagged_and_traces_no_exact_path(monkeypatch):
+  """JAX_STRUCTURED_EXACT_FALLBACK=0: the flagged element's results are NaN (never a silently wrong
+  value), every other element's are those of the exact program, and no conditional (the fallback) is
+  traced; any other value than 0 / 1 is an error naming the variable."""
+  rng = np.random.default_rng(16)
+  arc = rng.normal(size=(3, 6, 6)).astype(np.float32)
+  root = rng.normal(size=(3, 6)).astype(np.float32)
+  arc[0, 0, 1] = arc[0, 1, 0] = 40.0  # a 2-cycle scored 40: the LU estimate flags element 0 only
+  statistics = lambda a, r: (trees.log_partition(a, r), trees.marginals(a, r), trees.entropy(a, r))
+  assert re.search(r'= cond\[', str(jax.make_jaxpr(statistics)(arc, root)))
+  exact = jax.jit(statistics)(arc, root)
+  assert all(np.isfinite(x).all() for x in jax.tree.leaves(exact))
+  monkeypatch.setenv('JAX_STRUCTURED_EXACT_FALLBACK', '0')
+  off = lambda a, r: statistics(a, r)  # a new function: jax.jit caches per function
+  assert not trees.exact_fallback_enabled()
+  assert not re.search(r'= cond\[', str(jax.make_jaxpr(off)(arc, root)))
+  without = jax.jit(off)(arc, root)
+  for e, w in zip(jax.tree.leaves(exact), jax.tree.leaves(without)):
+    assert np.isnan(w[0]).all(), 'the flagged element must be NaN'
+    np.testing.assert_allclose(w[1:], e[1:], rtol=1e-6, atol=1e-7)
+  gradient = jax.jit(jax.grad(lambda a: jnp.sum(trees.marginals(a, root)[0][1:] ** 2)))(arc)
+  assert np.isfinite(gradient[1:]).all()
+  monkeypatch.setenv('JAX_STRUCTURED_EXACT_FALLBACK', 'no')
+  with pytest.raises(ValueError, match='JAX_STRUCTURED_EXACT_FALLBACK=.no.: use 1'):
+    jax.make_jaxpr(lambda a, r: trees.marginals(a, r))(arc, root)
+
+
 def test_exact_path_memory_is_that_of_the_lu_path():
   """Issue 15: value + gradient through `marginals` at B = 64, n = 200 keeps O(B n^2) memory.
 
@@ -906,8 +936,8 @@ def test_bad_input_errors():
     trees.score(arc, np.zeros((2, 3)), np.zeros((2, 4), np.int32))
   with pytest.raises(ValueError, match='num_samples'):
     trees.sample(jax.random.key(0), arc, np.zeros((2, 3)), num_samples=0)
-  assert _matrix_tree.__all__ == ['entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
-                                  'sample', 'score']
+  assert _matrix_tree.__all__ == ['entropy', 'exact_fallback_enabled', 'kl_divergence', 'log_partition',
+                                  'log_prob', 'marginals', 'sample', 'score']
 
 
 def test_benchmark_launcher_and_baselines(monkeypatch):
@@ -954,6 +984,7 @@ import numpy as np
 import torch, torch_struct
 from jax_structured import trees
 from launch.benchmarks import trees as trees_benchmark
+
 problem = json.load(sys.stdin)
 arc, root = np.asarray(problem['arc']), np.asarray(problem['root'])
 calls = trees_benchmark._torch_struct_calls(arc.shape[0], arc.shape[-1], arc, root)

@@ -11,6 +11,9 @@ from jax.sharding import Mesh, PartitionSpec as P
 
 from jax_structured import trees
 
+# The library as users run it: the exact fallback on (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures('exact_fallback')
+
 FUNCTIONS = {
     'log_partition': lambda a, r, l: trees.log_partition(a, r, l),
     'marginals': lambda a, r, l: trees.marginals(a, r, l),

@@ -27,6 +27,7 @@ import ml_collections
 import numpy as np
 
 from jax_structured import models
+from jax_structured import trees
 from jax_structured.training import checkpoints as ckpt_lib
 from jax_structured import config as config_lib
 from jax_structured.training import metrics as metrics_lib
@@ -430,6 +431,9 @@ class _TrainLoop:
           f'training diverged: {", ".join(f"{k} = {v}" for k, v in diverged.items())} over {steps}. '
           + (f'Nothing after step {self.last_saved} was saved: the checkpoints in {self.workdir} hold '
              'finite states. ' if self.last_saved is not None else 'Nothing was saved. ')
+          + ('JAX_STRUCTURED_EXACT_FALLBACK=0 is set: a sentence whose matrix-tree marginals the LU '
+             'error estimate flags gives NaN instead of the exact result; unset it and resume. '
+             if not trees.exact_fallback_enabled() else '')
           + 'Lower optimizer.learning_rate, set optimizer.clip_norm, or check the data of those '
           'steps (a changed config trains into a fresh --workdir).')
     scalars['train/learning_rate'] = float(self.run.setup.schedule(self.step - 1)) * self.plateau.scale
