@@ -86,6 +86,18 @@ def exact_fallback():
   jax.clear_caches()
 
 
+@pytest.fixture
+def lu_path_only():
+  """One test of an `exact_fallback` module without the exact fallback: for checks on scores that never
+  take it (NaN would show if one did), where the fallback's branch only adds compile time."""
+  previous = os.environ['JAX_STRUCTURED_EXACT_FALLBACK']
+  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '0'
+  jax.clear_caches()
+  yield
+  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = previous
+  jax.clear_caches()
+
+
 @pytest.fixture(autouse=True, scope='module')
 def _drop_compiled_programs():
   """Frees JAX's compilation caches after a test module when the worker holds over 3 GiB (or maps).

@@ -14,9 +14,6 @@ import pytest
 
 from jax_structured import nn as jsnn
 
-# The library as users run it: the exact fallback on (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures('exact_fallback')
-
 
 # ----------------------------------------------------------------------------- float64 references
 def np_matrix_tree(arc_scores, root_scores):
