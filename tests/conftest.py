@@ -1,4 +1,5 @@
 """Test-wide JAX settings: 8 simulated CPU devices, fast compiles, float64 available."""
+import contextlib
 import os
 import pathlib
 import sys
@@ -71,31 +72,35 @@ def _memory_mappings():
     return None
 
 
+@contextlib.contextmanager
+def _exact_fallback_set_to(value):
+  """JAX_STRUCTURED_EXACT_FALLBACK=value inside, the previous value after. JAX's caches are cleared on
+  the way in and out: the setting is read when a function is traced, and `jax.jit(trees.marginals)`
+  in two modules shares one cache."""
+  previous = os.environ['JAX_STRUCTURED_EXACT_FALLBACK']
+  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = value
+  jax.clear_caches()
+  try:
+    yield
+  finally:
+    os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = previous
+    jax.clear_caches()
+
+
 @pytest.fixture(scope='module')
 def exact_fallback():
   """The library as users run it: the exact fallback of trees.marginals & co. on, for a whole module
-  (`pytestmark = pytest.mark.usefixtures('exact_fallback')`) and the children it launches.
-
-  JAX's caches are cleared on the way in and out: the setting is read when a function is traced, and
-  `jax.jit(trees.marginals)` in two modules shares one cache.
-  """
-  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '1'
-  jax.clear_caches()
-  yield
-  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '0'
-  jax.clear_caches()
+  (`pytestmark = pytest.mark.usefixtures('exact_fallback')`) and the children it launches."""
+  with _exact_fallback_set_to('1'):
+    yield
 
 
 @pytest.fixture
 def lu_path_only():
   """One test of an `exact_fallback` module without the exact fallback: for checks on scores that never
   take it (NaN would show if one did), where the fallback's branch only adds compile time."""
-  previous = os.environ['JAX_STRUCTURED_EXACT_FALLBACK']
-  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '0'
-  jax.clear_caches()
-  yield
-  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = previous
-  jax.clear_caches()
+  with _exact_fallback_set_to('0'):
+    yield
 
 
 @pytest.fixture(autouse=True, scope='module')

@@ -989,7 +989,6 @@ import numpy as np
 import torch, torch_struct
 from jax_structured import trees
 from launch.benchmarks import trees as trees_benchmark
-
 problem = json.load(sys.stdin)
 arc, root = np.asarray(problem['arc']), np.asarray(problem['root'])
 calls = trees_benchmark._torch_struct_calls(arc.shape[0], arc.shape[-1], arc, root)
