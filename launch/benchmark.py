@@ -11,6 +11,8 @@ import importlib
 import pkgutil
 import sys
 
+import jax
+
 from jax_structured import trees
 from launch import _errors
 from launch import benchmarks
@@ -57,6 +59,9 @@ def run(argv=None):
   if not exact:
     _errors.fail('JAX_STRUCTURED_EXACT_FALLBACK=0 is set: it leaves the exact fallback of trees.marginals '
                  'out of the programs, and the benchmarks time the library as users run it; unset it')
+  # Compile columns time compiles: never load programs from a persistent cache that
+  # $JAX_COMPILATION_CACHE_DIR would otherwise switch on (launch/_compilation_cache.py).
+  jax.config.update('jax_enable_compilation_cache', False)
   _errors.run(module.main, argv=argv)
 
 

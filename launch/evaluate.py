@@ -10,6 +10,7 @@ import json
 from absl import app
 from absl import flags
 
+from launch import _compilation_cache
 from launch import _errors
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'A training workdir.')
@@ -21,6 +22,7 @@ flags.mark_flags_as_required(['workdir'])
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  _compilation_cache.enable()
   checkpoint = _errors.checkpoint(_CHECKPOINT.value)
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   result = training.evaluate(_WORKDIR.value, _SPLIT.value, checkpoint=checkpoint)

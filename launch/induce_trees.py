@@ -10,6 +10,7 @@ from absl import flags
 
 from jax_structured.analysis import induce
 
+from launch import _compilation_cache
 from launch import _errors
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'A training workdir.', required=True)
@@ -25,6 +26,7 @@ _CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a s
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  _compilation_cache.enable()
   checkpoint = _errors.checkpoint(_CHECKPOINT.value)
   stats = induce.induce_trees(_WORKDIR.value, _SPLIT.value, num_pictures=_NUM_PICTURES.value,
                               reference_conllu=_REFERENCE.value, output_dir=_OUTPUT_DIR.value,

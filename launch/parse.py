@@ -33,6 +33,7 @@ from absl import flags
 from jax_structured import errors
 from jax_structured.models import parser
 
+from launch import _compilation_cache
 from launch import _errors
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Training workdir of a parser.biaffine model '
@@ -93,6 +94,7 @@ def data_section(spec: str, data_json: str | None, text_classification_dir: str 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  _compilation_cache.enable()
   checkpoint = _errors.checkpoint(_CHECKPOINT.value)
   from jax_structured.analysis import parsing  # pylint: disable=g-import-not-at-top
   if _ANNOTATE.value:

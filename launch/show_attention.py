@@ -12,6 +12,7 @@ from absl import flags
 
 from jax_structured.analysis import attention
 
+from launch import _compilation_cache
 from launch import _errors
 
 WORKDIR = flags.DEFINE_string('workdir', None, 'Training workdir of an lstmn.* model.', required=True)
@@ -27,6 +28,7 @@ MIN_WEIGHT = flags.DEFINE_float('min_weight', 0.05, 'Arcs below this attention w
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  _compilation_cache.enable()
   checkpoint = _errors.checkpoint(CHECKPOINT.value)
   result = attention.render_attention(WORKDIR.value, SPLIT.value, num_sentences=NUM_SENTENCES.value,
                                       output_dir=OUTPUT_DIR.value, checkpoint=checkpoint,

@@ -12,6 +12,7 @@ with their boundaries marked like Figure 5), `boundaries.json` and `documents.js
 from absl import app
 from absl import flags
 
+from launch import _compilation_cache
 from launch import _errors
 
 WORKDIR = flags.DEFINE_string('workdir', None, "Training workdir of 'luo_zhu.document_classifier' "
@@ -53,6 +54,7 @@ def summary(result) -> str:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  _compilation_cache.enable()
   checkpoint = _errors.checkpoint(CHECKPOINT.value)
   from jax_structured.analysis import boundaries  # pylint: disable=g-import-not-at-top
   result = boundaries.show_boundaries(WORKDIR.value, SPLIT.value, num_documents=NUM_DOCUMENTS.value,

@@ -16,6 +16,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from jax_structured import errors
+from launch import _compilation_cache
 from launch import _errors
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment config file (get_config()).',
@@ -78,6 +79,7 @@ def take_data_overrides(argv: list[str]) -> list[str]:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  _compilation_cache.enable()
   from jax_structured import analysis  # pylint: disable=g-import-not-at-top
   from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
   from jax_structured import training  # pylint: disable=g-import-not-at-top

@@ -13,6 +13,7 @@ import sys
 from absl import app
 from absl import flags
 
+from launch import _compilation_cache
 from launch import _errors
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'A trained translation workdir.')
@@ -28,6 +29,7 @@ flags.mark_flags_as_required(['workdir', 'input'])
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  _compilation_cache.enable()
   checkpoint = _errors.checkpoint(_CHECKPOINT.value)
   if _BEAM_SIZE.value < 1 or _BATCH_SIZE.value < 1:
     raise app.UsageError('--beam_size and --batch_size must be >= 1')

@@ -2,7 +2,9 @@
 import contextlib
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
 
 # Batched LU / triangular solves on a small CPU box run far faster single-threaded (OpenBLAS threads
 # otherwise contend with XLA's and pytest-xdist's); must be set before the BLAS library loads.
@@ -12,6 +14,19 @@ os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 # fails loudly) except in the modules that test it (`exact_fallback` below). Inherited by the launched
 # `python -m launch.*` children.
 os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '0'
+
+# One persistent compilation cache for the run (launch/_compilation_cache.py): this process, the
+# pytest-xdist workers and the launched `python -m launch.*` children load a program another of them
+# compiled; never the user's ~/.cache (the suite compiles at -O0). The process that creates it (the
+# xdist controller, or a plain run) removes it at the end.
+_SUITE_CACHE_VARIABLE = 'JAX_STRUCTURED_SUITE_COMPILATION_CACHE'
+_OWNS_SUITE_CACHE = _SUITE_CACHE_VARIABLE not in os.environ
+if _OWNS_SUITE_CACHE:
+  os.environ[_SUITE_CACHE_VARIABLE] = tempfile.mkdtemp(prefix='jax_structured_suite_xla_')
+os.environ['JAX_COMPILATION_CACHE_DIR'] = os.environ[_SUITE_CACHE_VARIABLE]
+# Capped, so that JAX locks every read and write (filelock): concurrent workers never read a half-written
+# entry.
+os.environ['JAX_COMPILATION_CACHE_MAX_SIZE'] = str(8 * 2**30)
 
 import jax  # noqa: E402
 
@@ -115,3 +130,9 @@ def _drop_compiled_programs():
   if (resident is None or resident > _CLEAR_CACHES_ABOVE_BYTES
       or mappings is None or mappings > _CLEAR_CACHES_ABOVE_MAPPINGS):
     jax.clear_caches()
+
+
+def pytest_sessionfinish(session, exitstatus):  # pylint: disable=unused-argument
+  """Removes the run's compilation cache in the process that created it."""
+  if _OWNS_SUITE_CACHE:
+    shutil.rmtree(os.environ[_SUITE_CACHE_VARIABLE], ignore_errors=True)

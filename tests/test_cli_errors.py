@@ -84,6 +84,11 @@ CASES = {
         ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/other'],
         ['workdir {tmp}/other holds a run of another config', 'seed: saved=5 current=0',
          'use a fresh --workdir or the same config']),
+    'train compilation cache not a folder': (
+        ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/w',
+         '--compilation_cache_dir={tmp}/light.py/cache'],
+        ["--compilation_cache_dir='{tmp}/light.py/cache': cannot use it as the compilation cache",
+         'pass --compilation_cache_dir= to compile without a cache']),
     'evaluate damaged workdir': (['launch.evaluate', '--workdir={tmp}/damaged'],
                                  ['{tmp}/damaged/config.json is corrupted']),
     'evaluate missing workdir': (['launch.evaluate', '--workdir={tmp}/missing'],
