@@ -17,8 +17,10 @@ os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '0'
 
 # One persistent compilation cache for the run (launch/_compilation_cache.py): this process, the
 # pytest-xdist workers and the launched `python -m launch.*` children load a program another of them
-# compiled; never the user's ~/.cache (the suite compiles at -O0). The process that creates it (the
-# xdist controller, or a plain run) removes it at the end.
+# compiled; never the user's ~/.cache (the suite compiles at -O0). Within one module it gains nothing
+# measurable (tests/test_relation_networks.py -n 2: 67.5 CPU s with it, 65.6 s without; only 9 of
+# its programs compile in over a second at -O0); its point is that the children run as users do.
+# The process that creates it (the xdist controller, or a plain run) removes it at the end.
 _SUITE_CACHE_VARIABLE = 'JAX_STRUCTURED_SUITE_COMPILATION_CACHE'
 _OWNS_SUITE_CACHE = _SUITE_CACHE_VARIABLE not in os.environ
 if _OWNS_SUITE_CACHE:
