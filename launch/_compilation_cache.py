@@ -14,8 +14,10 @@ options (XLA flags, backend, JAX version), so a stale entry is never used.
 Directory: `--compilation_cache_dir`, else `$JAX_COMPILATION_CACHE_DIR` (JAX's own variable), else
 `$XDG_CACHE_HOME/jax_structured/xla` (`~/.cache/jax_structured/xla`). `--compilation_cache_dir=`
 (empty) turns it off. Programs that compile in under a second are not written (JAX's
-`jax_persistent_cache_min_compile_time_secs`); the cache is capped at `MAX_SIZE_BYTES`, least
-recently used entries removed first. `launch.benchmark` never uses it (its compile columns are
+`jax_persistent_cache_min_compile_time_secs`); the default folder is capped at `MAX_SIZE_BYTES`,
+least recently used entries removed first (a folder the user names follows their JAX settings:
+JAX leaves it uncapped unless `JAX_COMPILATION_CACHE_MAX_SIZE` says otherwise, and a capped writer
+cannot share a folder with uncapped ones). `launch.benchmark` never uses it (its compile columns are
 compiles).
 """
 from __future__ import annotations
@@ -85,9 +87,13 @@ def enable() -> str | None:
     return None
   jax.config.update('jax_enable_compilation_cache', True)
   jax.config.update('jax_compilation_cache_dir', str(directory))
-  if importlib.util.find_spec('filelock') is not None:  # JAX locks a capped cache with it
-    jax.config.update('jax_compilation_cache_max_size', MAX_SIZE_BYTES)
-  else:
-    logging.warning('the compilation cache in %s is not size-capped: the filelock package is '
-                    'missing (pip install filelock)', directory)
+  if not chosen:
+    # Only our own folder is capped: JAX's capped cache needs an access-time file beside every entry
+    # and fails every write (a warning each) in a folder that an uncapped writer, JAX's default, has
+    # filled; a folder the user names keeps their JAX settings (JAX_COMPILATION_CACHE_MAX_SIZE).
+    if importlib.util.find_spec('filelock') is not None:  # JAX locks a capped cache with it
+      jax.config.update('jax_compilation_cache_max_size', MAX_SIZE_BYTES)
+    else:
+      logging.warning('the compilation cache in %s is not size-capped: the filelock package is '
+                      'missing (pip install filelock)', directory)
   return str(directory)

@@ -72,17 +72,20 @@ def test_a_second_process_loads_the_program_the_first_compiled(tmp_path):
 
 
 def test_the_directory_is_the_flag_then_jax_variable_then_xdg_cache(tmp_path):
-  xdg = {'XDG_CACHE_HOME': str(tmp_path / 'xdg'), 'JAX_COMPILATION_CACHE_DIR': None}
+  xdg = {'XDG_CACHE_HOME': str(tmp_path / 'xdg'), 'JAX_COMPILATION_CACHE_DIR': None,
+         'JAX_COMPILATION_CACHE_MAX_SIZE': None}
   default, _ = _run(_RESOLVE, [], xdg)
   assert default['directory'] == str(tmp_path / 'xdg' / 'jax_structured' / 'xla')
   assert default['config_dir'] == default['directory'] and default['enabled']
   assert default['max_size'] == 4 * 1024 ** 3  # capped (filelock is a requirement)
   assert (tmp_path / 'xdg' / 'jax_structured' / 'xla').is_dir()
   from_jax, _ = _run(_RESOLVE, [], dict(xdg, JAX_COMPILATION_CACHE_DIR=str(tmp_path / 'jaxvar')))
-  assert from_jax['directory'] == str(tmp_path / 'jaxvar')
+  # A folder the user names keeps JAX's own size setting (uncapped by default): JAX's capped writers
+  # fail on entries an uncapped one wrote.
+  assert from_jax['directory'] == str(tmp_path / 'jaxvar') and from_jax['max_size'] == -1
   from_flag, _ = _run(_RESOLVE, [f'--compilation_cache_dir={tmp_path / "flag"}'],
                       dict(xdg, JAX_COMPILATION_CACHE_DIR=str(tmp_path / 'jaxvar')))
-  assert from_flag['directory'] == str(tmp_path / 'flag')
+  assert from_flag['directory'] == str(tmp_path / 'flag') and from_flag['max_size'] == -1
   off, _ = _run(_RESOLVE, ['--compilation_cache_dir='], xdg)
   assert off['directory'] is None and not off['enabled']
 

@@ -146,6 +146,30 @@ class RelationIntraAttentionEncoder(_RelationEncoder):
     return encoders.EncoderOutput(rn_lib.masked_states(states, lengths))
 
 
+class _StepMessages(rn_lib.PairRelation):
+  """One recurrent step's messages from all pairs (sec. 3.2): g_theta over every (head or ROOT, word)
+  pair of h^{t-1}, aggregated into m^{t,p} (over heads) and, with `child_messages`, m^{t,c} (over
+  modifiers). Parameters are g_theta's (`PairRelation`'s names).
+
+  Attributes (besides `PairRelation`'s):
+    aggregation: 'sum' | 'max'.
+    child_messages: also m^{t,c}.
+  """
+  aggregation: str = 'max'
+  child_messages: bool = True
+
+  def __call__(self, heads: jax.Array, modifiers: jax.Array, weights: jax.Array) -> jax.Array:
+    """heads [..., 1 + n, d] (ROOT first), modifiers [..., n, d], weights [..., 1 + n, n] ->
+    [m^{t,p}; m^{t,c}] [..., n, features or 2 * features]."""
+    relations = super().__call__(heads, modifiers)
+    messages = [rn_lib.aggregate(relations, weights, -3, self.aggregation)]  # m^{t,p}
+    if self.child_messages:
+      messages.append(rn_lib.aggregate(relations[..., 1:, :, :], weights[..., 1:, :], -2,
+                                       self.aggregation))  # m^{t,c}
+    return jnp.concatenate(messages, axis=-1)
+
+
+
 @encoders.register('recurrent_rn')
 class RecurrentRelationEncoder(_RelationEncoder):
   """Recurrent RNs with tree constraints (sec. 3.2): `num_steps` message-passing steps, f_phi an LSTM
@@ -169,25 +193,33 @@ class RecurrentRelationEncoder(_RelationEncoder):
       raise ValueError(f'config.model.encoder.num_steps={self.num_steps} must be >= 1')
     heads = rn_lib.supervised_heads(self.tree, structure, lengths, x.shape[:-1])
     objects, lengths, root = self._objects(x, lengths, train)
-    g = rn_lib.PairRelation(self.relation_size, name='g')
-    cell = nn.LSTMCell(objects.shape[-1], name='f')
+    weights = None
     if heads is None:
       weights = rn_lib.structure_weights(self, self.tree, objects, lengths, root, None,
                                          single_root=self.single_root, sow_prefix=sow_prefix,
                                          sow_splits=sow_splits)  # fixed across steps
-    hidden, memory = objects, jnp.zeros_like(objects)
-    for _ in range(self.num_steps):
+
+    def step(module, carry, _):
+      """h^{t-1} -> h^t; g_theta ('g') and f_phi ('f') are the encoder's (shared by every step)."""
+      memory, hidden = carry
+      g = _StepMessages(self.relation_size, aggregation=self.aggregation,
+                        child_messages=self.child_messages, parent=module, name='g')
       if heads is not None:
-        messages = [g.aligned(rn_lib.parent_objects(hidden, heads, root), hidden)]
+        messages = g.aligned(rn_lib.parent_objects(hidden, heads, root), hidden)  # m^t
       else:
-        relations = g(rn_lib.with_root(hidden, root), hidden)
-        messages = [rn_lib.aggregate(relations, weights, -3, self.aggregation)]  # m^{t,p}
-        if self.child_messages:
-          messages.append(rn_lib.aggregate(relations[..., 1:, :, :], weights[..., 1:, :], -2,
-                                           self.aggregation))  # m^{t,c}
-      (memory, hidden), _ = cell((memory, hidden), jnp.concatenate([objects] + messages, axis=-1))
-      memory = rn_lib.masked_states(memory, lengths)
-      hidden = rn_lib.masked_states(hidden, lengths)
+        messages = g(rn_lib.with_root(hidden, root), hidden, weights)  # [m^{t,p}; m^{t,c}]
+      cell = nn.LSTMCell(objects.shape[-1], parent=module, name='f')
+      (memory, hidden), _ = cell((memory, hidden), jnp.concatenate([objects, messages], axis=-1))
+      return (rn_lib.masked_states(memory, lengths), rn_lib.masked_states(hidden, lengths)), None
+
+    # A scan over the steps with a rematerialised body: the backward pass recomputes one step's
+    # [..., 1 + n, n, relation_size] pair tensors at a time instead of keeping all T steps' (the
+    # latent model's peak memory; a Python loop with remat let XLA schedule every recomputation at
+    # once). The supervised tree has n pairs a step: nothing worth recomputing.
+    body = step if heads is not None else nn.remat(step, prevent_cse=False)
+    steps = nn.scan(body, variable_broadcast='params', split_rngs={'params': False},
+                    length=self.num_steps)
+    (_, hidden), _ = steps(self, (jnp.zeros_like(objects), objects), None)
     return encoders.EncoderOutput(hidden)
 
 

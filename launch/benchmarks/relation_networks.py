@@ -10,7 +10,8 @@ jitted training step (forward, softmax cross-entropy, backward, SGD update) and 
 (`--repeats` timed calls after a compile / warm-up call), the compiled peak memory of the training step
 (XLA memory_analysis: arguments + outputs + temporaries) and the ratios of all three to BiLSTM-max
 (`x bilstm`). g_theta's separable first layer keeps the pair tensors at [B, 1 + n, n, hidden]: memory
-linear in the batch, quadratic in n; the recurrent model holds one per step for the backward pass.
+linear in the batch, quadratic in n; the recurrent model recomputes one step's at a time in the
+backward pass (a rematerialised scan over its steps).
 """
 import statistics
 import time
