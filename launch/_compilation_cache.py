@@ -34,20 +34,22 @@ from jax_structured import errors
 ENVIRONMENT_VARIABLE = 'JAX_COMPILATION_CACHE_DIR'
 MAX_SIZE_BYTES = 4 * 1024 ** 3
 
-
-def default_directory() -> str:
-  """`$JAX_COMPILATION_CACHE_DIR`, else `$XDG_CACHE_HOME/jax_structured/xla` (~/.cache by default)."""
-  if os.environ.get(ENVIRONMENT_VARIABLE):
-    return os.environ[ENVIRONMENT_VARIABLE]
-  cache_home = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
-  return os.path.join(cache_home, 'jax_structured', 'xla')
-
-
 COMPILATION_CACHE_DIR = flags.DEFINE_string(
     'compilation_cache_dir', None,
     'Persistent XLA compilation cache (compiled programs are loaded, not recompiled, when a run '
     f'resumes or repeats); default ${ENVIRONMENT_VARIABLE}, else ~/.cache/jax_structured/xla; empty '
     'turns it off.')
+
+
+def _chosen_directory() -> tuple[str, str | None]:
+  """(directory, where the user named it: the flag or the JAX variable; None for our default folder
+  `$XDG_CACHE_HOME/jax_structured/xla`, ~/.cache by default)."""
+  if COMPILATION_CACHE_DIR.value is not None:
+    return COMPILATION_CACHE_DIR.value, '--compilation_cache_dir'
+  if os.environ.get(ENVIRONMENT_VARIABLE):
+    return os.environ[ENVIRONMENT_VARIABLE], f'${ENVIRONMENT_VARIABLE}'
+  cache_home = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
+  return os.path.join(cache_home, 'jax_structured', 'xla'), None
 
 
 def enable() -> str | None:
@@ -65,19 +67,17 @@ def enable() -> str | None:
       created or written (named, with what to do).
   """
   import jax  # pylint: disable=g-import-not-at-top
-  value = COMPILATION_CACHE_DIR.value
-  if value == '':  # pylint: disable=g-explicit-bool-comparison
+  if COMPILATION_CACHE_DIR.value == '':  # pylint: disable=g-explicit-bool-comparison
     jax.config.update('jax_enable_compilation_cache', False)
     return None
-  chosen = value is not None or bool(os.environ.get(ENVIRONMENT_VARIABLE))
-  directory = pathlib.Path(value if value is not None else default_directory()).expanduser()
+  name, source = _chosen_directory()
+  directory = pathlib.Path(name).expanduser()
   try:
     directory.mkdir(parents=True, exist_ok=True)
     if not os.access(directory, os.W_OK | os.X_OK):
       raise PermissionError(f'{directory} is not writable')
   except OSError as e:
-    source = ('--compilation_cache_dir' if value is not None else f'${ENVIRONMENT_VARIABLE}')
-    if chosen:
+    if source is not None:
       raise errors.UserError(
           f'{source}={str(directory)!r}: cannot use it as the compilation cache ({e}); name a '
           'writable directory, or pass --compilation_cache_dir= to compile without a cache') from e
@@ -87,7 +87,7 @@ def enable() -> str | None:
     return None
   jax.config.update('jax_enable_compilation_cache', True)
   jax.config.update('jax_compilation_cache_dir', str(directory))
-  if not chosen:
+  if source is None:
     # Only our own folder is capped: JAX's capped cache needs an access-time file beside every entry
     # and fails every write (a warning each) in a folder that an uncapped writer, JAX's default, has
     # filled; a folder the user names keeps their JAX settings (JAX_COMPILATION_CACHE_MAX_SIZE).

@@ -169,7 +169,6 @@ class _StepMessages(rn_lib.PairRelation):
     return jnp.concatenate(messages, axis=-1)
 
 
-
 @encoders.register('recurrent_rn')
 class RecurrentRelationEncoder(_RelationEncoder):
   """Recurrent RNs with tree constraints (sec. 3.2): `num_steps` message-passing steps, f_phi an LSTM
