@@ -214,10 +214,13 @@ class RecurrentRelationEncoder(_RelationEncoder):
     # A scan over the steps with a rematerialised body: the backward pass recomputes one step's
     # [..., 1 + n, n, relation_size] pair tensors at a time instead of keeping all T steps' (the
     # latent model's peak memory; a Python loop with remat let XLA schedule every recomputation at
-    # once). The supervised tree has n pairs a step: nothing worth recomputing.
-    body = step if heads is not None else nn.remat(step, prevent_cse=False)
+    # once). The supervised tree has n pairs a step, nothing worth recomputing, and its scan is
+    # unrolled: rolled, it stacked every step's residuals (training step at 32 x 64, hidden 300:
+    # peak 472 MiB rolled, 374 unrolled, 291 rematerialised but 1.35x the time).
+    supervised = heads is not None
+    body = step if supervised else nn.remat(step, prevent_cse=False)
     steps = nn.scan(body, variable_broadcast='params', split_rngs={'params': False},
-                    length=self.num_steps)
+                    length=self.num_steps, unroll=self.num_steps if supervised else 1)
     (_, hidden), _ = steps(self, (jnp.zeros_like(objects), objects), None)
     return encoders.EncoderOutput(hidden)
 
