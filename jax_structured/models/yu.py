@@ -191,9 +191,10 @@ class RecurrentRelationEncoder(_RelationEncoder):
     if self.num_steps < 1:
       raise ValueError(f'config.model.encoder.num_steps={self.num_steps} must be >= 1')
     heads = rn_lib.supervised_heads(self.tree, structure, lengths, x.shape[:-1])
+    supervised = heads is not None
     objects, lengths, root = self._objects(x, lengths, train)
     weights = None
-    if heads is None:
+    if not supervised:
       weights = rn_lib.structure_weights(self, self.tree, objects, lengths, root, None,
                                          single_root=self.single_root, sow_prefix=sow_prefix,
                                          sow_splits=sow_splits)  # fixed across steps
@@ -203,7 +204,7 @@ class RecurrentRelationEncoder(_RelationEncoder):
       memory, hidden = carry
       g = _StepMessages(self.relation_size, aggregation=self.aggregation,
                         child_messages=self.child_messages, parent=module, name='g')
-      if heads is not None:
+      if supervised:
         messages = g.aligned(rn_lib.parent_objects(hidden, heads, root), hidden)  # m^t
       else:
         messages = g(rn_lib.with_root(hidden, root), hidden, weights)  # [m^{t,p}; m^{t,c}]
@@ -217,7 +218,6 @@ class RecurrentRelationEncoder(_RelationEncoder):
     # once). The supervised tree has n pairs a step, nothing worth recomputing, and its scan is
     # unrolled: rolled, it stacked every step's residuals (training step at 32 x 64, hidden 300:
     # peak 472 MiB rolled, 374 unrolled, 291 rematerialised but 1.35x the time).
-    supervised = heads is not None
     body = step if supervised else nn.remat(step, prevent_cse=False)
     steps = nn.scan(body, variable_broadcast='params', split_rngs={'params': False},
                     length=self.num_steps, unroll=self.num_steps if supervised else 1)
