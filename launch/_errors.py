@@ -38,6 +38,7 @@ from absl import flags
 from ml_collections.config_flags import config_flags
 
 from jax_structured import errors
+from launch import _huge_pages
 
 EXIT_USER_ERROR = 2
 
@@ -61,7 +62,12 @@ def run(main: Callable[[list[str]], object], *, argv: Sequence[str] | None = Non
     argv_filter: `argv -> argv` applied before the flags are parsed (a launcher that takes some
       arguments out of absl's hands, e.g. `launch.train`'s data overrides under
       `--text_classification_dir`); its `UserError`s are reported like any other.
+
+  A launcher run (`python -m launch.<name>`) first re-executes itself with glibc's transparent huge
+  pages for large allocations where that applies (`launch/_huge_pages.py`).
   """
+  # Before any JAX work: a launcher run may re-execute itself once with glibc's huge pages.
+  _huge_pages.use_huge_pages()
   argv = list(sys.argv if argv is None else argv)
   app.run(_guarded(main), argv=argv, flags_parser=functools.partial(_parse_flags, argv_filter))
 

@@ -932,8 +932,9 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
   by the exact elimination in chunks (`_replace_flagged`), outside that line: when no element is
   flagged, no exact work runs; what remains is the predicate of one `lax.cond` and copies of the
   [B, n, n] arrays into and out of the not-taken conditionals. The exact branch's buffers still
-  count in the compiled program's temporaries (104 vs 29 MiB for value + gradient at B = 32, n = 200),
-  which on the CPU with glibc can cost page faults on every call (README, trees benchmark).
+  count in the compiled program's temporaries (108 vs 29 MiB for value + gradient at B = 32, n = 200),
+  which on the CPU with glibc's 4 KiB pages cost page faults on every call; the launchers run with
+  glibc's transparent huge pages, which removes them (`launch/_huge_pages.py`, README).
   With `exact_fallback_enabled()` False the flagged elements are NaN instead and the exact path is
   not traced at all.
   """

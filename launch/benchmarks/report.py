@@ -282,6 +282,8 @@ def environment() -> dict[str, Any]:
       'python': platform.python_version(), 'cpu_count': os.cpu_count(),
       'OPENBLAS_NUM_THREADS': os.environ.get('OPENBLAS_NUM_THREADS', 'unset'),
       'XLA_FLAGS': os.environ.get('XLA_FLAGS', ''),
+      # glibc's huge pages for large host allocations (launch/_huge_pages.py): page faults per call.
+      'GLIBC_TUNABLES': os.environ.get('GLIBC_TUNABLES', 'unset'),
       'compile': ('fast: LLVM -O0 (jax_disable_most_optimizations)'
                   if jax.config.read('jax_disable_most_optimizations') else 'optimised'),
       'commit': commit,
@@ -453,7 +455,8 @@ def format_markdown(report: dict[str, Any]) -> str:
   lines = ['# Benchmark report', '',
            f'- device: **{env["device"]}** ({env["platform"]}, {env["device_count"]} device(s)); '
            f'jax {env["jax"]}, jaxlib {env["jaxlib"]}, Python {env["python"]}; {env["cpu_count"]} CPU '
-           f'cores, OPENBLAS_NUM_THREADS={env["OPENBLAS_NUM_THREADS"]}',
+           f'cores, OPENBLAS_NUM_THREADS={env["OPENBLAS_NUM_THREADS"]}, '
+           f'GLIBC_TUNABLES={env.get("GLIBC_TUNABLES", "unset")}',
            f'- dtype {settings["dtype"]}, {settings["repeats"]} timed calls per measurement (median, '
            f'after a warm-up/compile call), budget {settings["budget_s"]:g} s, used '
            f'{report["elapsed_s"]:.0f} s' + (', QUICK sizes (smoke run)' if settings['quick'] else ''),

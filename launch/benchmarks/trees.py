@@ -304,7 +304,8 @@ def main(argv):
   rows = run(sizes, benchmarks.REPEATS.value, benchmarks.DTYPE.value, benchmarks.MEMORY.value,
              profile=profile)
   print(f'device: {jax.devices()[0]} ({jax.devices()[0].device_kind}), dtype: {benchmarks.DTYPE.value}, '
-        f'repeats: {benchmarks.REPEATS.value}, jax {jax.__version__}; median ms (MiB for memory columns)')
+        f'repeats: {benchmarks.REPEATS.value}, jax {jax.__version__}, '
+        f'GLIBC_TUNABLES={os.environ.get("GLIBC_TUNABLES", "unset")}; median ms (MiB for memory columns)')
   if not any('ts marg' in row for row in rows):
     print('torch-struct: not importable here, its columns are skipped (pip install torch-struct to add them)')
   if jax.devices()[0].platform == 'cpu' and 'OPENBLAS_NUM_THREADS' not in os.environ:
