@@ -29,7 +29,7 @@ import os
 import pathlib
 import platform
 import sys
-from typing import Mapping, Sequence
+from typing import Sequence
 
 TUNABLE = 'glibc.malloc.hugetlb'
 ENVIRONMENT_VARIABLE = 'GLIBC_TUNABLES'
@@ -101,18 +101,17 @@ def _thp_mode() -> str | None:
   return text[start + 1:end] if 0 <= start < end else None
 
 
-def use_huge_pages(environ: Mapping[str, str] | None = None) -> None:
+def use_huge_pages() -> None:
   """Re-executes this launcher with glibc's huge pages for large allocations (module docstring);
   returns only when nothing is to be done or `execve` failed."""
-  environ = os.environ if environ is None else environ
   if sys.platform != 'linux' or not sys.executable or not is_launcher_command(sys.orig_argv):
     return
-  value = tunables_with_huge_pages(environ.get(ENVIRONMENT_VARIABLE), _glibc_version(), _thp_mode())
+  value = tunables_with_huge_pages(os.environ.get(ENVIRONMENT_VARIABLE), _glibc_version(), _thp_mode())
   if value is None:
     return
   sys.stdout.flush()
   sys.stderr.flush()
   try:
-    os.execve(sys.executable, list(sys.orig_argv), dict(environ, **{ENVIRONMENT_VARIABLE: value}))
+    os.execve(sys.executable, list(sys.orig_argv), dict(os.environ, **{ENVIRONMENT_VARIABLE: value}))
   except OSError:
     return
