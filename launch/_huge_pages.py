@@ -68,7 +68,7 @@ def is_launcher_command(orig_argv: Sequence[str]) -> bool:
       return bool(args) and args[0].startswith('launch.')
     if arg.startswith('-m'):
       return arg[2:].startswith('launch.')
-    if arg in ('-c', '-') or arg.startswith('-c'):
+    if arg == '-' or arg.startswith('-c'):  # stdin, -c CODE / -cCODE
       return False
     if arg in ('-X', '-W', '--check-hash-based-pycs'):
       args = args[1:]  # the option's value

@@ -11,7 +11,6 @@ from launch import _errors
 from launch import _huge_pages
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TUNABLE = 'glibc.malloc.hugetlb'
 
 
 @pytest.mark.parametrize('current, glibc, thp, expected', [
