@@ -5,13 +5,13 @@ frees it when the call returns. glibc serves a block above its mmap threshold (a
 fresh `mmap` and returns it with `munmap`, so every page a call touches is faulted in and zeroed
 again, on every call. With 4 KiB pages that is most of the gap between a program and a smaller one:
 value + gradient through `trees.marginals` at 32 x 200 (108 MiB of temporaries) took 13k minor faults
-and 30-45 ms of kernel time per call (91-94 ms in all, vs 53 ms for the same LU without the exact
-fallback, whose 24 MiB block stays in glibc's heap); a training step of the latent-tree relation
-network at 32 x 32 (253 MiB) 65k faults. With `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (glibc >= 2.35)
-glibc asks the kernel for transparent huge pages on those mappings (`madvise`), 2 MiB per fault:
-the same calls took 0.5k faults and 65 ms, the relation network's step 0.5k faults and 611-665 instead
-of 745-788 ms, a BiLSTM-max step (51 MiB) 177-221 instead of 260-275 ms (one core,
-OPENBLAS_NUM_THREADS=1, 2026-11-29; where no call passes 32 MiB nothing changed beyond noise).
+a call, a third of its time in the kernel, 1.72-1.78x the same LU without the exact fallback (whose
+24 MiB block stays in glibc's heap); a training step of the latent-tree relation network at 32 x 32
+(253 MiB) 65k faults. With `GLIBC_TUNABLES=glibc.malloc.hugetlb=1` (glibc >= 2.35) glibc asks the
+kernel for transparent huge pages on those mappings (`madvise`), 2 MiB per fault: the same calls took
+0.5k faults, 0.68-0.72x the time (1.17-1.19x the LU alone), the relation network's step 0.5k faults
+and 0.82-0.84x the time, a BiLSTM-max step (51 MiB) 0.68-0.80x (one core, OPENBLAS_NUM_THREADS=1,
+two A/B pairs each, 2026-11-29; where no call passes 32 MiB nothing changed beyond noise).
 
 How. glibc reads the tunable once, when the process starts, so `use_huge_pages()` re-executes the
 launcher (`os.execve`: same process id, arguments, standard streams) with `glibc.malloc.hugetlb=1`
