@@ -463,13 +463,12 @@ def test_linear_elimination_matches_enumeration(single_root, dtype):
   problems = [_two_cycle_problem(rng, 6, score, dtype) for score in (20.0, 40.0, 30.0)]
   problems[2][0][2, 3] = problems[2][0][3, 2] = 25.0
   linear = jax.jit(_matrix_tree._linear_marginals, static_argnums=3)
-  trusted = jax.jit(_matrix_tree._linear_trusted, static_argnums=3)
   atol = 2e-6 if dtype == np.float32 else 1e-12
   for arc, root in problems:
-    assert bool(trusted(arc, root, mask, single_root))
     # The LU estimate rejects them: this is the exact path's work, not the LU's.
     assert bool(_flagged(*_matrix_tree._potentials(arc, root, mask, single_root)[:2], mask, single_root))
-    log_z, arc_m, root_m = linear(arc, root, mask, single_root)
+    log_z, arc_m, root_m, trusted = linear(arc, root, mask, single_root)
+    assert bool(trusted)
     ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
     np.testing.assert_allclose(log_z, ref_log_z, rtol=1e-6 if dtype == np.float32 else 1e-13)
     np.testing.assert_allclose(arc_m * (1 - np.eye(6)), ref_arc, atol=atol)
@@ -477,7 +476,9 @@ def test_linear_elimination_matches_enumeration(single_root, dtype):
   if dtype == np.float64:
     arc, root = problems[0]
     # Jitted: run op by op, every call re-traces and re-compiles the elimination's scans.
-    check_grads(jax.jit(lambda a, r: _matrix_tree._linear_sentence(a, r, mask, single_root)[1:]),
+    # Order 2 in reverse mode: the marginals' derivative is a Hessian-vector product whose transpose
+    # is itself (`_hessian_product`); its own derivative, the third of log Z, is plain autodiff.
+    check_grads(jax.jit(lambda a, r: _matrix_tree._linear_sentence(a, r, mask, single_root)[1:3]),
                 (arc, root), order=2, modes=['fwd', 'rev'], eps=1e-5)
 
 
@@ -497,8 +498,8 @@ def test_linear_elimination_matches_float64_log_space_at_n_64(single_root):
   loss = lambda fn: jax.jit(jax.value_and_grad(
       lambda a, r: jnp.sum(weights * fn(a, r, mask, single_root)[1]), (0, 1)))
   arc32, root32 = arc.astype(np.float32), root.astype(np.float32)
-  assert bool(_matrix_tree._linear_trusted(arc32, root32, mask, single_root))
   got = jax.jit(_matrix_tree._linear_sentence, static_argnums=3)(arc32, root32, mask, single_root)
+  assert bool(got[3])  # trusted
   want = jax.jit(_matrix_tree._exact_sentence, static_argnums=3)(arc, root, mask, single_root)
   np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
   np.testing.assert_allclose(got[1], want[1], atol=2e-6)
@@ -525,10 +526,10 @@ def test_flat_and_segmented_sweeps_agree(monkeypatch):
     out = []
     for fn in (_matrix_tree._linear_sentence, _matrix_tree._exact_sentence):
       def loss(a, r, fn=fn):
-        _, arc_m, root_m = fn(a, r, mask, True)
+        _, arc_m, root_m = fn(a, r, mask, True)[:3]
         return jnp.sum(weights * arc_m) + jnp.sum(root_m)
 
-      out.append((jax.jit(lambda a, r, fn=fn: fn(a, r, mask, True))(arc, root),
+      out.append((jax.jit(lambda a, r, fn=fn: fn(a, r, mask, True)[:3])(arc, root),
                   jax.jit(jax.value_and_grad(loss, (0, 1)))(arc, root)))
     return out
 
@@ -553,9 +554,9 @@ def test_untrusted_sentences_take_the_log_space_elimination(single_root):
   root[:2] = -100.0
   arc[0, 1] = arc[1, 0] = 0.0
   mask = np.ones(n, bool)
-  assert not bool(_matrix_tree._linear_trusted(arc.astype(np.float32), root.astype(np.float32), mask,
-                                               single_root))
-  assert bool(_matrix_tree._linear_trusted(arc, root, mask, single_root))
+  trusted = lambda a, r: bool(jax.jit(_matrix_tree._linear_marginals, static_argnums=3)(a, r, mask, single_root)[3])
+  assert not trusted(arc.astype(np.float32), root.astype(np.float32))
+  assert trusted(arc, root)
   ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
   for dtype, atol in ((np.float32, 2e-6), (np.float64, 1e-12)):
     potentials = _matrix_tree._potentials(arc.astype(dtype), root.astype(dtype), mask, single_root)[:2]
