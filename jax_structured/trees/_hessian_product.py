@@ -20,7 +20,8 @@ refuses derivatives with respect to its residual arguments. Rules:
 * transpose (with respect to the tangents): the same product on the cotangents (symmetry);
 * JVP: linear in the tangents, and with respect to the arguments the third derivative, by forward
   mode of the product itself (plain JAX code, transposed as such: correct for grad-of-grad, not fast);
-* batching: every argument and tangent broadcast to the batch axis and `gradient` vmapped.
+* batching: the product vmapped, over the tangents (broadcast where unmapped) and the mapped
+  arguments; unmapped arguments stay shared (`jax.jacrev` of the marginals maps cotangents only).
 
 Inside a `shard_map` with `check_vma=True` every operand is first made varying over the same mesh axes
 (`_inputs.vary_like`), so the outputs, typed like the tangents, vary as they should.
@@ -54,14 +55,49 @@ def hessian_product(gradient, args, constants, tangents):
   args, constants, tangents = tuple(args), tuple(constants), tuple(tangents)
   if len(tangents) != len(args):
     raise ValueError(f'hessian_product: {len(args)} arguments but {len(tangents)} tangents')
-  return tuple(_bind(args + constants + tangents, gradient, len(args), len(constants)))
+  return _bind(_Product(gradient), args, constants, tangents)
 
 
-def _bind(operands, gradient, num_args, num_constants):
+class _Product:
+  """`(args, constants, tangents) -> H t` by forward mode through `gradient` (a primitive parameter:
+  hashable, equal for equal gradients)."""
+
+  def __init__(self, gradient):
+    self.gradient = gradient
+
+  def __call__(self, args, constants, tangents):
+    return tuple(jax.jvp(lambda *a: tuple(self.gradient(*a, *constants)), args, tangents)[1])
+
+  def __eq__(self, other):
+    return type(other) is _Product and other.gradient == self.gradient
+
+  def __hash__(self):
+    return hash((_Product, self.gradient))
+
+
+class _Batched:
+  """`product` mapped over axis 0 of the tangents and of the arguments and constants whose `axes`
+  entry is 0 (None: shared by the batch, so the point's elimination runs once, not once per row)."""
+
+  def __init__(self, product, axes):
+    self.product, self.axes = product, axes
+
+  def __call__(self, args, constants, tangents):
+    arg_axes, constant_axes = self.axes[:len(args)], self.axes[len(args):]
+    return jax.vmap(self.product, in_axes=(arg_axes, constant_axes, 0))(args, constants, tangents)
+
+  def __eq__(self, other):
+    return type(other) is _Batched and (other.product, other.axes) == (self.product, self.axes)
+
+  def __hash__(self):
+    return hash((_Batched, self.product, self.axes))
+
+
+def _bind(product, args, constants, tangents):
   """Binds the primitive on operands made varying alike (a `shard_map` with `check_vma=True`)."""
-  operands = _inputs.vary_like(tuple(operands), *operands)
-  return _hessian_product_p.bind(*operands, gradient=gradient, num_args=num_args,
-                                 num_constants=num_constants)
+  operands = _inputs.vary_like(args + constants + tangents, *args, *constants, *tangents)
+  return tuple(_hessian_product_p.bind(*operands, product=product, num_args=len(args),
+                                       num_constants=len(constants)))
 
 
 def _split(operands, num_args, num_constants):
@@ -69,17 +105,12 @@ def _split(operands, num_args, num_constants):
           tuple(operands[num_args + num_constants:]))
 
 
-def _product(gradient, args, constants, tangents):
-  """The forward-mode product itself (plain JAX)."""
-  return tuple(jax.jvp(lambda *a: tuple(gradient(*a, *constants)), args, tangents)[1])
+def _impl(*operands, product, num_args, num_constants):
+  return list(product(*_split(operands, num_args, num_constants)))
 
 
-def _impl(*operands, gradient, num_args, num_constants):
-  return list(_product(gradient, *_split(operands, num_args, num_constants)))
-
-
-def _abstract_eval(*avals, gradient, num_args, num_constants):
-  del gradient
+def _abstract_eval(*avals, product, num_args, num_constants):
+  del product
   return list(avals[num_args + num_constants:])  # a gradient is shaped like its arguments
 
 
@@ -87,53 +118,41 @@ def _instantiate(tangents):
   return tuple(ad.instantiate_zeros(t) if type(t) is ad.Zero else t for t in tangents)
 
 
-def _jvp(primals, tangents, *, gradient, num_args, num_constants):
+def _jvp(primals, tangents, *, product, num_args, num_constants):
   args, constants, directions = _split(primals, num_args, num_constants)
   d_args, _, d_directions = _split(tangents, num_args, num_constants)
-  out = hessian_product(gradient, args, constants, directions)
+  out = _bind(product, args, constants, directions)
   terms = []
   if any(type(t) is not ad.Zero for t in d_directions):
-    terms.append(hessian_product(gradient, args, constants, _instantiate(d_directions)))
+    terms.append(_bind(product, args, constants, _instantiate(d_directions)))
   if any(type(t) is not ad.Zero for t in d_args):
-    # The third derivative: how H t moves with the point.
-    terms.append(jax.jvp(lambda *a: _product(gradient, a, constants, directions), args,
-                         _instantiate(d_args))[1])
-  if not terms:
-    return out, [ad.Zero.from_primal_value(o) for o in out]
+    # The third derivative: how H t moves with the point (plain forward mode).
+    terms.append(jax.jvp(lambda *a: product(a, constants, directions), args, _instantiate(d_args))[1])
+  if not terms:  # JAX does not call a JVP rule without tangents; for completeness
+    return out, list(_inputs.vary_like(tuple(jnp.zeros_like(o) for o in out), *out))
   d_out = terms[0] if len(terms) == 1 else tuple(a + b for a, b in zip(*terms))
   return out, list(d_out)
 
 
-def _transpose(cotangents, *operands, gradient, num_args, num_constants):
-  args, constants, directions = _split(operands, num_args, num_constants)
+def _transpose(cotangents, *operands, product, num_args, num_constants):
+  args, constants, _ = _split(operands, num_args, num_constants)
   if any(ad.is_undefined_primal(x) for x in args + constants):
     raise NotImplementedError('hessian_product is linear in its tangents only, not in its arguments')
   return [None] * (num_args + num_constants) + list(
-      hessian_product(gradient, args, constants, _instantiate(cotangents)))
+      _bind(product, args, constants, _instantiate(cotangents)))
 
 
-class _Vmapped:
-  """`jax.vmap(gradient)`, hashable and equal for equal `gradient`s (a primitive parameter)."""
-
-  def __init__(self, gradient):
-    self.gradient = gradient
-
-  def __call__(self, *operands):
-    return jax.vmap(self.gradient)(*operands)
-
-  def __eq__(self, other):
-    return type(other) is _Vmapped and other.gradient == self.gradient
-
-  def __hash__(self):
-    return hash((_Vmapped, self.gradient))
-
-
-def _batch(batched_operands, batch_dims, *, gradient, num_args, num_constants):
+def _batch(batched_operands, batch_dims, *, product, num_args, num_constants):
   size = next(x.shape[d] for x, d in zip(batched_operands, batch_dims) if d is not None)
-  operands = [jnp.broadcast_to(x, (size,) + x.shape) if d is None else jnp.moveaxis(x, d, 0)
-              for x, d in zip(batched_operands, batch_dims)]
-  out = _bind(operands, _Vmapped(gradient), num_args, num_constants)
-  return out, [0] * len(out)
+  count = num_args + num_constants
+  points = tuple(x if d is None else jnp.moveaxis(x, d, 0)
+                 for x, d in zip(batched_operands[:count], batch_dims[:count]))
+  # Tangents always mapped: the batched product's transpose maps its cotangents to them.
+  directions = tuple(jnp.broadcast_to(x, (size,) + x.shape) if d is None else jnp.moveaxis(x, d, 0)
+                     for x, d in zip(batched_operands[count:], batch_dims[count:]))
+  axes = tuple(None if d is None else 0 for d in batch_dims[:count])
+  out = _bind(_Batched(product, axes), points[:num_args], points[num_args:], directions)
+  return list(out), [0] * len(out)
 
 
 _hessian_product_p = extend_core.Primitive('jax_structured_hessian_product')

@@ -66,10 +66,16 @@ Numerics (all exact, no eps, no clamping of scores):
   programs of different short lengths and batch sizes share one trace of the exact path.
   Its marginals come from a hand-written reverse sweep of the elimination, past 32 words in
   checkpointed segments of sqrt(n) steps (`_sweep`, `_linear_marginals`): O(n^2.5) memory per
-  sentence for the marginals and for their derivative, where autodiff kept every step (O(n^3), more
-  for grad of grad); up to 32 words the sweeps keep every step (`_FLAT_UP_TO`: smaller programs).
+  sentence, where autodiff kept every step (O(n^3)); up to 32 words the sweeps keep every step
+  (`_FLAT_UP_TO`: smaller programs). The marginals' derivative along a direction is a
+  Hessian-vector product, forward mode through both sweeps; reverse mode (a loss through the
+  marginals, as structured attention trains) needs the transposed product, and the Hessian is
+  symmetric, so it is the same forward-mode product on the cotangent (`_derivatives`,
+  `_hessian_product`): O(n^2) memory per sentence (its scores and marginals), where transposing
+  the forward-mode program ran both sweeps backwards from their checkpoints (one sentence of
+  n = 200, value + gradient through the marginals: 32 vs 52 ms, one CPU core).
   Value + gradient through `marginals` at B = 64, n = 200 (float32, compiled `memory_analysis`):
-  163 MiB of temporaries with any number of sharp sentences vs 49 MiB for the LU alone (before
+  140 MiB of temporaries with any number of sharp sentences vs 49 MiB for the LU alone (before
   this design: 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
   `sample` draws from the same two paths: the LU inverse with Sherman-Morrison updates, and for the
   sentences the estimate sends to the exact path, conditionals from the elimination (O(n^4) per tree).
@@ -635,8 +641,9 @@ def _linear_marginals(arc_scores, root_scores, mask, single_root, trusted_dtype=
     final, records = lax.scan(lambda c, _: step(*c), init, None, length=n)
     d_weights, d_excess, d_first_order = lax.scan(step_back, start, records, reverse=True)[0]
   else:
-    # Both sweeps in checkpointed segments, so that differentiating the marginals (forward mode,
-    # then transposed) keeps ~sqrt(n) [n, n] states, not one per step.
+    # Both sweeps in checkpointed segments, so that reverse mode through their forward-mode
+    # derivative (the third derivative of log Z: `_hessian_product`'s JVP in its point) keeps
+    # ~sqrt(n) [n, n] states, not one per step.
     inner, outer = _segments(n)
     segment_forward = jax.checkpoint(
         lambda state, _: lax.scan(lambda c, _: step(*c), state, None, length=inner), prevent_cse=False)
