@@ -295,8 +295,10 @@ def test_sharp_scores_match_enumeration(single_root, dtype):
     np.testing.assert_allclose(ent[i], ref_ent, atol=1e-4 if dtype == np.float32 else 1e-9)
   # The marginals' own derivative on the exact path: finite differences (float64, scores x30).
   if dtype == np.float64:
+    # Forward and reverse: the exact path's derivative is a Hessian-vector product, and reverse mode
+    # uses its symmetry (`_hessian_product`).
     check_grads(jax.jit(lambda a: trees.marginals(a, root[2:4], lens[2:4], single_root=single_root)[0]),
-                (arc[2:4],), order=1, modes=['rev'], eps=1e-5)
+                (arc[2:4],), order=1, modes=['fwd', 'rev'], eps=1e-5)
 
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)
@@ -480,6 +482,13 @@ def test_linear_elimination_matches_enumeration(single_root, dtype):
     # is itself (`_hessian_product`); its own derivative, the third of log Z, is plain autodiff.
     check_grads(jax.jit(lambda a, r: _matrix_tree._linear_sentence(a, r, mask, single_root)[1:3]),
                 (arc, root), order=2, modes=['fwd', 'rev'], eps=1e-5)
+    # The whole Jacobian both ways: jacrev maps cotangents over a shared point (the product's batching
+    # keeps the point unmapped), jacfwd maps tangents; both are the Hessian of log Z.
+    arc_marginals = lambda a: _matrix_tree._linear_sentence(a, root, mask, single_root)[1]
+    by_rows, by_columns = jax.jit(jax.jacrev(arc_marginals))(arc), jax.jit(jax.jacfwd(arc_marginals))(arc)
+    np.testing.assert_allclose(by_rows, by_columns, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(by_rows.reshape(36, 36), by_rows.reshape(36, 36).T, rtol=1e-10, atol=1e-12)
+    assert np.abs(by_rows).max() > 1e-3
 
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)
