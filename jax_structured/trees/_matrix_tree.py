@@ -61,7 +61,8 @@ Numerics (all exact, no eps, no clamping of scores):
   when some batch element is flagged (under a user's `vmap`: some element of the mapped batch), on
   the flagged elements only, gathered into fixed-size chunks (~32k n^3 work each: one sentence from
   n = 32 on) that a `lax.scan` runs one after the other, so its memory is one chunk's whatever number
-  of elements is flagged, and its time about proportional to that number. Below 32 words the chunks
+  of elements is flagged (differentiated, plus every chunk slot's scores and marginals: a few [n, n]
+  per batch element), and its time about proportional to that number. Below 32 words the chunks
   run at a multiple of 4 words and hold a power of two of sentences (`_exact_padded`), so that the
   programs of different short lengths and batch sizes share one trace of the exact path.
   Its marginals come from a hand-written reverse sweep of the elimination, past 32 words in
