@@ -74,7 +74,7 @@ Numerics (all exact, no eps, no clamping of scores):
   symmetric, so it is the same forward-mode product on the cotangent (`_derivatives`,
   `_hessian_product`): O(n^2) memory per sentence (its scores and marginals), where transposing
   the forward-mode program ran both sweeps backwards from their checkpoints (one sentence of
-  n = 200, value + gradient through the marginals: 32 vs 52 ms, one CPU core).
+  n = 200, value + gradient through the marginals: 1.6x the time on a CPU).
   Value + gradient through `marginals` at B = 64, n = 200 (float32, compiled `memory_analysis`):
   140 MiB of temporaries with any number of sharp sentences vs 49 MiB for the LU alone (before
   this design: 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
@@ -623,13 +623,14 @@ def _linear_trusted(log_z, arc_potentials, root_potentials, mask):
   return has_head & (log_p_indep >= _linear_floor(arc_potentials.dtype, mask.shape[-1]))
 
 
-def _linear_marginals(arc_scores, root_scores, mask, single_root, trusted_dtype=bool):
+def _linear_marginals(arc_scores, root_scores, mask, single_root):
   """`_elimination_marginals` by the linear elimination, whose reverse sweep is written out
   (`_linear_step_back`) and keeps one record of vectors per step, and whether to trust it.
 
   Returns:
-    (log Z [], arc marginals [n, n], root marginals [n], trusted [] `trusted_dtype`): exact where `trusted`
-    (`_linear_trusted`); elsewhere finite or not, not to be used (and not to be differentiated:
+    (log Z [], arc marginals [n, n], root marginals [n], trusted [] 1.0 / 0.0): exact where trusted
+    (`_linear_trusted`; a float, not a bool, so that `_linear_sentence`'s zero tangent for it keeps
+    the varying mesh axes of a user's `shard_map`, which a bool's float0 tangent lost); elsewhere finite or not, not to be used (and not to be differentiated:
     `_linear_sentence_jvp` differentiates zeros there).
   """
   arc_potentials, root_potentials, log_scale = _linear_potentials(arc_scores, root_scores, mask,
@@ -656,7 +657,7 @@ def _linear_marginals(arc_scores, root_scores, mask, single_root, trusted_dtype=
   root_m = jnp.where(mask, root_potentials * (d_first_order if single_root else d_excess), 0.0)
   log_z = final[0][-1]
   trusted = _linear_trusted(log_z, arc_potentials, root_potentials, mask)
-  return log_z + log_scale, arc_m, root_m, trusted.astype(trusted_dtype)
+  return log_z + log_scale, arc_m, root_m, trusted.astype(log_z.dtype)
 
 
 def _forbid_padding(arc_scores, root_scores, mask):
@@ -703,8 +704,8 @@ def _exact_sentence_jvp(single_root, primals, tangents):
 
 @functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
 def _linear_sentence(arc_scores, root_scores, mask, single_root):
-  """`_linear_marginals` with the derivatives of `_derivatives`; `trusted` as 1.0 / 0.0."""
-  return _linear_marginals(arc_scores, root_scores, mask, single_root, trusted_dtype=arc_scores.dtype)
+  """`_linear_marginals` with the derivatives of `_derivatives`."""
+  return _linear_marginals(arc_scores, root_scores, mask, single_root)
 
 
 @_linear_sentence.defjvp
@@ -712,7 +713,7 @@ def _linear_sentence_jvp(single_root, primals, tangents):
   """Where the sentence is not trusted, the derivatives are those at zero scores along zeros: its
   linear results may be inf or NaN there (the log-space elimination replaces them), and a zero
   cotangent times NaN would still reach the gradient."""
-  outputs = _linear_marginals(*primals, single_root, trusted_dtype=primals[0].dtype)
+  outputs = _linear_marginals(*primals, single_root)
   trusted = outputs[3] > 0
   zero_unless_trusted = lambda x: jnp.where(trusted, x, jnp.zeros_like(x))
   arc_scores, root_scores, mask = primals
@@ -720,9 +721,7 @@ def _linear_sentence_jvp(single_root, primals, tangents):
   marginals = tuple(zero_unless_trusted(m) for m in outputs[1:3])
   d_outputs = _derivatives(_linear_marginals, single_root, safe, marginals,
                            tuple(zero_unless_trusted(t) for t in tangents[:2]))
-  # `trusted` is a float (1 or 0) here: a bool output's float0 tangent lost the varying mesh axes of
-  # a user's `shard_map`; this zero tangent keeps them.
-  return outputs, d_outputs + (outputs[3] * 0,)
+  return outputs, d_outputs + (outputs[3] * 0,)  # `trusted` (a float) has a zero tangent
 
 
 def _per_sentence(sentence_fn, inputs):
@@ -889,8 +888,8 @@ def _replace_flagged(flags, exact_fn, inputs, values, chunk):
   chunk keeps O(n^2) per sentence (its scores and marginals: the residuals of the exact path's
   Hessian-vector products, `_derivatives`), and its backward pass runs only when it ran forward (the
   transpose of a `lax.cond` is one). It is not rematerialised: `jax.checkpoint` around each chunk
-  (before) recomputed its forward in the backward pass, 12 ms of the 48 ms that one sharp sentence
-  added to value + gradient at 32 x 200, to save 7 of 77 MiB of temporaries (compiled
+  (before) recomputed its forward in the backward pass, a quarter of the time that one sharp sentence
+  added to value + gradient at 32 x 200 (CPU), to save 7 of 77 MiB of temporaries (compiled
   `memory_analysis`).
 
   Args:
