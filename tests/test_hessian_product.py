@@ -1,4 +1,4 @@
-"""`trees._hessian_product`: a Hessian-vector product whose transpose is itself, against float64 numpy.
+"""`trees._hessian_product`: derivatives of a gradient, transposed by symmetry, vs float64 numpy.
 
 The function is `f(x, y) = logsumexp(W [x; y] * keep)` (`keep` a constant mask), whose Hessian is
 `W'^T (diag(p) - p p^T) W'` with `W' = W * keep`, `p = softmax(W' [x; y])`: written out in numpy,
@@ -35,6 +35,19 @@ def hessian_numpy(x, y, keep):
   p = np.exp(logits - logits.max())
   p /= p.sum()
   return W.T @ (np.diag(p) - np.outer(p, p)) @ W
+
+
+def third_numpy(x, y, a, b):
+  """[5] float64: the third derivative of f at (x, y) along the directions a and b ([5] each), by the
+  closed form of logsumexp's: `p a b - p <p, a b> - p a <p, b> - p b <p, a> + 2 p <p, a> <p, b>` of
+  the logits' directions, mapped back by W'^T."""
+  z = np.concatenate([x, y])
+  logits = np.where(KEEP, W @ z, -np.inf)
+  p = np.exp(logits - logits.max())
+  p /= p.sum()
+  wa, wb = np.where(KEEP, W @ a, 0.0), np.where(KEEP, W @ b, 0.0)
+  pa, pb = p @ wa, p @ wb
+  return W.T @ (p * wa * wb - p * (p @ (wa * wb)) - p * wa * pb - p * wb * pa + 2 * p * pa * pb)
 
 
 def product(x, y, tx, ty):
@@ -83,6 +96,29 @@ def test_derivatives_of_every_order_match_finite_differences():
   for jac in (jax.jacfwd, jax.jacrev):
     got = jax.jit(jac(lambda z: jnp.concatenate(gradient_of_f(z[:3], z[3:]))))(np.concatenate([x, y]))
     np.testing.assert_allclose(got, hessian_numpy(x, y, KEEP), rtol=1e-12, atol=1e-14)
+
+
+def test_third_and_fourth_derivatives():
+  """The product's derivative in its point is the third derivative (closed form), symmetric in its two
+  directions; also under a vmap that shares the point (the point's tangent then joins the mapped
+  directions); and order 3 (the fourth derivative) vs finite differences, forward and reverse."""
+  x, y, tx, ty = _point(11)
+  _, _, ax, ay = _point(12)
+  t, a = np.concatenate([tx, ty]), np.concatenate([ax, ay])
+  third = jax.jit(lambda x, y, tx, ty, ax, ay: jax.jvp(
+      lambda x, y: product(x, y, tx, ty), (x, y), (ax, ay))[1])
+  np.testing.assert_allclose(np.concatenate(third(x, y, tx, ty, ax, ay)), third_numpy(x, y, t, a),
+                             rtol=1e-10, atol=1e-13)
+  np.testing.assert_allclose(np.concatenate(third(x, y, ax, ay, tx, ty)), third_numpy(x, y, t, a),
+                             rtol=1e-10, atol=1e-13)
+  assert np.abs(third_numpy(x, y, t, a)).max() > 1e-3
+  txs, tys = np.stack([tx, 2 * tx, -tx]), np.stack([ty, 2 * ty, -ty])
+  mapped = jax.vmap(product, in_axes=(None, None, 0, 0))
+  got = jax.jit(lambda x, y, ax, ay: jax.jvp(lambda x, y: mapped(x, y, txs, tys), (x, y), (ax, ay))[1])(
+      x, y, ax, ay)
+  np.testing.assert_allclose(np.concatenate(got, axis=-1),
+                             np.stack([k * third_numpy(x, y, t, a) for k in (1, 2, -1)]), rtol=1e-10, atol=1e-13)
+  check_grads(jax.jit(gradient_of_f), (x, y), order=3, modes=['fwd', 'rev'], eps=1e-4, atol=1e-4, rtol=1e-4)
 
 
 def test_vmap_with_mapped_and_unmapped_operands():

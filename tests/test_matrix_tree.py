@@ -23,6 +23,7 @@ from jax.test_util import check_grads
 
 import brute_force
 from jax_structured import trees
+from jax_structured.trees import _hessian_product
 from jax_structured.trees import _matrix_tree
 
 # The library as users run it: the exact fallback on (tests/conftest.py).
@@ -36,6 +37,37 @@ ENTROPY = jax.jit(trees.entropy, static_argnames='single_root')
 KL = jax.jit(trees.kl_divergence, static_argnames='single_root')
 SAMPLE = jax.jit(trees.sample, static_argnames=('single_root', 'num_samples'))
 BIG = 1e4  # garbage written into padded entries
+
+
+@functools.lru_cache(maxsize=None)
+def _sentence_gradient(marginals_fn, single_root):
+  return lambda arc, root, mask: tuple(marginals_fn(arc, root, mask, single_root)[1:3])
+
+
+def _differentiable(marginals_fn):
+  """One sentence's `(log Z, arc marginals, root marginals)` by one elimination (`_linear_marginals`,
+  `_elimination_marginals`), differentiated as the exact path differentiates its chunks:
+  `d log Z = <marginals, d scores>`, the marginals' derivatives by the primitive of `_hessian_product`
+  (nested forward mode; every transpose by symmetry)."""
+
+  @functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
+  def sentence(arc, root, mask, single_root):
+    return tuple(marginals_fn(arc, root, mask, single_root)[:3])
+
+  @sentence.defjvp
+  def _(single_root, primals, tangents):
+    out = sentence(*primals, single_root)
+    (d_arc, d_root, _), (_, arc_m, root_m) = tangents, out
+    d_log_z = (jnp.sum(jnp.where(arc_m != 0, arc_m * d_arc, 0.0))
+               + jnp.sum(jnp.where(root_m != 0, root_m * d_root, 0.0)))
+    return out, (d_log_z,) + _hessian_product.hessian_product(
+        _sentence_gradient(marginals_fn, single_root), primals[:2], primals[2:], (d_arc, d_root))
+
+  return sentence
+
+
+LINEAR_SENTENCE = _differentiable(_matrix_tree._linear_marginals)
+LOG_SPACE_SENTENCE = _differentiable(_matrix_tree._elimination_marginals)
 
 
 def _random_problem(rng, lengths, n, std=1.0, dtype=np.float64):
@@ -295,10 +327,12 @@ def test_sharp_scores_match_enumeration(single_root, dtype):
     np.testing.assert_allclose(ent[i], ref_ent, atol=1e-4 if dtype == np.float32 else 1e-9)
   # The marginals' own derivative on the exact path: finite differences (float64, scores x30).
   if dtype == np.float64:
-    # Forward and reverse: the exact path's derivative is a Hessian-vector product, and reverse mode
-    # uses its symmetry (`_hessian_product`).
+    # Forward and reverse: the exact path's derivatives are products whose transposes use their
+    # symmetry (`_hessian_product`), run by a while loop over the flagged elements that JAX never
+    # transposes; in one root mode to the third derivative of log Z (the other mode's third
+    # derivative: `test_linear_elimination_matches_enumeration`; each order 2 check adds ~25 s).
     check_grads(jax.jit(lambda a: trees.marginals(a, root[2:4], lens[2:4], single_root=single_root)[0]),
-                (arc[2:4],), order=1, modes=['fwd', 'rev'], eps=1e-5)
+                (arc[2:4],), order=2 if single_root else 1, modes=['fwd', 'rev'], eps=1e-5)
 
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)
@@ -480,11 +514,11 @@ def test_linear_elimination_matches_enumeration(single_root, dtype):
     # Jitted: run op by op, every call re-traces and re-compiles the elimination's scans.
     # Order 2 in reverse mode: the marginals' derivative is a Hessian-vector product whose transpose
     # is itself (`_hessian_product`); its own derivative, the third of log Z, is plain autodiff.
-    check_grads(jax.jit(lambda a, r: _matrix_tree._linear_sentence(a, r, mask, single_root)[1:3]),
+    check_grads(jax.jit(lambda a, r: LINEAR_SENTENCE(a, r, mask, single_root)[1:3]),
                 (arc, root), order=2, modes=['fwd', 'rev'], eps=1e-5)
     # The whole Jacobian both ways: jacrev maps cotangents over a shared point (the product's batching
     # keeps the point unmapped), jacfwd maps tangents; both are the Hessian of log Z.
-    arc_marginals = lambda a: _matrix_tree._linear_sentence(a, root, mask, single_root)[1]
+    arc_marginals = lambda a: LINEAR_SENTENCE(a, root, mask, single_root)[1]
     by_rows, by_columns = jax.jit(jax.jacrev(arc_marginals))(arc), jax.jit(jax.jacfwd(arc_marginals))(arc)
     np.testing.assert_allclose(by_rows, by_columns, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(by_rows.reshape(36, 36), by_rows.reshape(36, 36).T, rtol=1e-10, atol=1e-12)
@@ -507,14 +541,14 @@ def test_linear_elimination_matches_float64_log_space_at_n_64(single_root):
   loss = lambda fn: jax.jit(jax.value_and_grad(
       lambda a, r: jnp.sum(weights * fn(a, r, mask, single_root)[1]), (0, 1)))
   arc32, root32 = arc.astype(np.float32), root.astype(np.float32)
-  got = jax.jit(_matrix_tree._linear_sentence, static_argnums=3)(arc32, root32, mask, single_root)
+  got = jax.jit(_matrix_tree._linear_marginals, static_argnums=3)(arc32, root32, mask, single_root)
   assert bool(got[3])  # trusted
-  want = jax.jit(_matrix_tree._exact_sentence, static_argnums=3)(arc, root, mask, single_root)
+  want = jax.jit(_matrix_tree._elimination_marginals, static_argnums=3)(arc, root, mask, single_root)
   np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
   np.testing.assert_allclose(got[1], want[1], atol=2e-6)
   np.testing.assert_allclose(got[2], want[2], atol=2e-6)
-  (value, grads), (want_value, want_grads) = (loss(_matrix_tree._linear_sentence)(arc32, root32),
-                                              loss(_matrix_tree._exact_sentence)(arc, root))
+  (value, grads), (want_value, want_grads) = (loss(LINEAR_SENTENCE)(arc32, root32),
+                                              loss(LOG_SPACE_SENTENCE)(arc, root))
   np.testing.assert_allclose(value, want_value, rtol=1e-5, atol=1e-5)
   for g, w in zip(grads, want_grads):
     np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-4 * np.abs(w).max())
@@ -533,7 +567,7 @@ def test_flat_and_segmented_sweeps_agree(monkeypatch):
 
   def results():
     out = []
-    for fn in (_matrix_tree._linear_sentence, _matrix_tree._exact_sentence):
+    for fn in (LINEAR_SENTENCE, LOG_SPACE_SENTENCE):
       def loss(a, r, fn=fn):
         _, arc_m, root_m = fn(a, r, mask, True)[:3]
         return jnp.sum(weights * arc_m) + jnp.sum(root_m)
@@ -580,18 +614,16 @@ def test_untrusted_sentences_take_the_log_space_elimination(single_root):
   assert _matrix_tree._linear_floor(np.float64, 200) == pytest.approx(-656.5, abs=0.1)
 
 
-@pytest.mark.parametrize('num_sharp,chunk_work', [(3, None), (6, None), (5, 2 * 6**3)])
-def test_few_sharp_elements_in_a_large_batch(num_sharp, chunk_work, monkeypatch):
-  """Sharp sentences among 32 are gathered, recomputed exactly and scattered back: with the default
-  chunks (one chunk of 32 here) and with chunks of 2 sentences (5 sharp: three chunks run, the last
-  one half empty, 13 skipped); marginals and gradients match enumeration. Chunks run at the
-  canonical length 8 (`_canonical_length`: words 6 and 7 padding)."""
+@pytest.mark.parametrize('num_sharp,chunk_share', [(3, None), (6, 1), (5, 16)])
+def test_few_sharp_elements_in_a_large_batch(num_sharp, chunk_share, monkeypatch):
+  """Sharp sentences among 32 are gathered, recomputed exactly and written back: with the default
+  chunks (one sentence each at this batch size), one chunk of all 32, and chunks of 2 sentences (5
+  sharp: three chunks run, the last one half empty, the rest never); marginals and gradients match
+  enumeration. Chunks run at the canonical length 8 (`_canonical_length`: words 6 and 7 padding)."""
   assert _matrix_tree._canonical_length(6) == 8
-  if chunk_work is not None:
-    monkeypatch.setattr(_matrix_tree, '_CHUNK_WORK', chunk_work)
-    assert _matrix_tree._chunk_size(32, 6) == 2
-  else:
-    assert _matrix_tree._chunk_size(32, 6) == 32
+  if chunk_share is not None:
+    monkeypatch.setattr(_matrix_tree, '_CHUNK_SHARE', chunk_share)
+  assert _matrix_tree._chunk_size(32, 6) == {None: 1, 1: 32, 16: 2}[chunk_share]
   rng = np.random.default_rng(16)
   lengths = [6, 5, 4, 6, 3, 6, 2, 6] * 4
   arc, root, lens = _random_problem(rng, lengths, 6)
@@ -617,8 +649,10 @@ def test_exact_chunks_have_canonical_shapes(monkeypatch):
   sizes reuse one trace of it; the results are those at the real length (enumeration)."""
   assert [_matrix_tree._canonical_length(n) for n in (1, 7, 8, 9, 31, 32, 33, 200)] == \
       [4, 8, 8, 12, 32, 32, 33, 200]
-  assert [_matrix_tree._chunk_size(size, 5) for size in (1, 3, 4, 5, 64, 300)] == [1, 4, 4, 8, 64, 256]
-  assert [_matrix_tree._chunk_size(100, n) for n in (9, 20, 31, 40)] == [32, 4, 1, 1]
+  # At most 1/32 of the batch, at most 128k n^3 work, a power of two, and no more than the batch needs.
+  assert [_matrix_tree._chunk_size(size, 5) for size in (1, 3, 64, 100, 300, 5000)] == [1, 1, 2, 2, 8, 128]
+  assert [_matrix_tree._chunk_size(1000, n) for n in (9, 20, 31, 40, 80)] == [16, 16, 4, 2, 1]
+  assert _matrix_tree._chunk_size(3, 5) == 1
   shapes = []
   real_chunk = _matrix_tree._exact_chunk
   monkeypatch.setattr(_matrix_tree, '_exact_chunk', lambda a, r, m, s: (
@@ -632,22 +666,24 @@ def test_exact_chunks_have_canonical_shapes(monkeypatch):
       _, ref_arc, ref_root, _, _ = brute_force.reference(arc[i, :length, :length], root[i, :length], True)
       np.testing.assert_allclose(arc_m[i, :length, :length] * (1 - np.eye(length)), ref_arc, atol=1e-9)
       np.testing.assert_allclose(root_m[i, :length], ref_root, atol=1e-9)
-  assert set(shapes) == {(4, 8, 8)}, shapes  # both programs: one chunk shape
+  assert set(shapes) == {(1, 8, 8)}, shapes  # both programs: one chunk shape
 
 
 def test_exact_fallback_under_a_user_vmap():
-  """Under `jax.vmap` the fallback stays a `lax.cond` (a select would run the exact path on every
-  call) and still picks the exact result per element: vmap results equal batched ones."""
+  """Under `jax.vmap` the fallback's loop keeps an unbatched predicate (a batched one would run the
+  exact path's chunks for every call while any call has one left, with selects) and still picks the
+  exact result per element: vmap results equal batched ones."""
   rng = np.random.default_rng(15)
   arc = rng.normal(size=(4, 6, 6)).astype(np.float32)
   root = rng.normal(size=(4, 6)).astype(np.float32)
   arc[1] *= 40.0  # only this element needs the exact path
   root[1] *= 40.0
-  # The fallback's cond outputs the flat marginals [4, 1, 6, 6] / heads [4, 1, 6] of the mapped batch.
+  # The fallback's loop carries its chunk index (unbatched: i32[]) and the flat marginals
+  # [4, 1, 6, 6] / heads [4, 1, 6] of the mapped batch; a batched predicate would batch the index.
   for fn, output in ((lambda a, r: trees.marginals(a, r), r'f32\[4,1,6,6\]'),
                      (lambda a, r: trees.sample(jax.random.key(0), a, r), r'i32\[4,1,6\]')):
     text = str(jax.make_jaxpr(jax.vmap(fn))(arc, root))
-    assert re.search(output + r'[^\n]* = cond\[', text), 'the fallback became a select under vmap'
+    assert re.search(r'i32\[\] [^\n]*' + output + r'[^\n]* = while\[', text), 'batched predicate under vmap'
   batched = MARGINALS(arc, root)
   mapped = jax.jit(jax.vmap(trees.marginals))(arc, root)
   for b, m in zip(batched, mapped):

@@ -57,27 +57,30 @@ Numerics (all exact, no eps, no clamping of scores):
   than the log-space one (one sentence of n = 200 with a 2-cycle scored 40, one CPU core: 22x for
   the marginals, 15x for value + gradient through them). The common path is a straight line, one LU
   and one solve plus two norms for the estimate; the exact path lies outside it
-  (`_replace_flagged`): a `lax.cond` that runs only
-  when some batch element is flagged (under a user's `vmap`: some element of the mapped batch), on
-  the flagged elements only, gathered into fixed-size chunks (~32k n^3 work each: one sentence from
-  n = 32 on) that a `lax.scan` runs one after the other, so its memory is one chunk's whatever number
-  of elements is flagged (differentiated, plus every chunk slot's scores and marginals: a few [n, n]
-  per batch element), and its time about proportional to that number. Below 32 words the chunks
-  run at a multiple of 4 words and hold a power of two of sentences (`_exact_padded`), so that the
-  programs of different short lengths and batch sizes share one trace of the exact path.
-  Its marginals come from a hand-written reverse sweep of the elimination, past 32 words in
-  checkpointed segments of sqrt(n) steps (`_sweep`, `_linear_marginals`): O(n^2.5) memory per
-  sentence, where autodiff kept every step (O(n^3)); up to 32 words the sweeps keep every step
-  (`_FLAT_UP_TO`: smaller programs). The marginals' derivative along a direction is a
-  Hessian-vector product, forward mode through both sweeps; reverse mode (a loss through the
-  marginals, as structured attention trains) needs the transposed product, and the Hessian is
-  symmetric, so it is the same forward-mode product on the cotangent (`_derivatives`,
-  `_hessian_product`): O(n^2) memory per sentence (its scores and marginals), where transposing
-  the forward-mode program ran both sweeps backwards from their checkpoints (one sentence of
-  n = 200, value + gradient through the marginals: 1.6x the time on a CPU).
+  (`_replace_flagged`): a `lax.while_loop` over the flagged elements only, gathered a fixed-size
+  chunk at a time (at most 1/32 of the batch and 128k n^3 work: `_chunk_size`) and written back in
+  place, which stops before its first step when none is flagged (under a user's `vmap`: it runs
+  while any call of the mapped batch has a chunk left), so its memory is one chunk's whatever
+  number of elements is flagged, and its time about proportional to that number. Below 32 words the
+  chunks run at a multiple of 4 words and hold a power of two of sentences (`_exact_padded`), so
+  that the programs of different short lengths and batch sizes share few traces of the exact path.
+  Its marginals come from a hand-written reverse sweep of the elimination: the log-space one past
+  32 words in checkpointed segments of sqrt(n) steps (`_sweep`): O(n^2.5) memory per sentence, where
+  autodiff kept every step (O(n^3)); the linear one keeps a record of vectors per step
+  (`_linear_marginals`). Every derivative of the exact marginals is forward mode: along a
+  direction they move by a Hessian-vector product (forward mode through both sweeps); reverse mode
+  (a loss through the marginals, as structured attention trains) needs the transposed product, and
+  the Hessian is symmetric, so it is the same forward-mode product on the cotangent; so are all
+  higher derivatives (symmetric in all their directions). `_hessian_product` binds them as one
+  primitive whose transposes are itself (`_exact_where_flagged`, `_FlaggedProduct`): reverse mode
+  keeps nothing of the exact path but the scores, never transposes its loop, and runs it over the
+  flagged elements only. (Transposing the forward-mode program instead ran both sweeps backwards
+  from checkpoints: one sentence of n = 200, value + gradient through the marginals 1.6x the time
+  on a CPU.)
   Value + gradient through `marginals` at B = 64, n = 200 (float32, compiled `memory_analysis`):
-  140 MiB of temporaries with any number of sharp sentences vs 49 MiB for the LU alone (before
-  this design: 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
+  108 MiB of temporaries with any number of sharp sentences vs 88 MiB with the exact path left out
+  (`exact_fallback_enabled`; 140 MiB with the cond-and-scan fallback before, and before the chunked
+  exact path 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
   `sample` draws from the same two paths: the LU inverse with Sherman-Morrison updates, and for the
   sentences the estimate sends to the exact path, conditionals from the elimination (O(n^4) per tree).
 * `JAX_STRUCTURED_EXACT_FALLBACK=0` in the environment (`exact_fallback_enabled`) leaves the exact
@@ -391,14 +394,15 @@ def _elimination_start(arc_scores, root_scores, mask, single_root):
   return step, _inputs.vary_like(init, arc_scores, root_scores, mask)
 
 
-# Up to this length the eliminations' sweeps are flat scans that keep every step (n states of [n, n]
-# per sentence; a chunk of the exact path holds ~32k / n^3 sentences, `_CHUNK_WORK`, so ~32k numbers);
-# past it, checkpointed segments of sqrt(n) steps (`_segments`: O(n^2.5) memory per sentence).
+# Up to this length the log-space elimination's sweeps (`_sweep`) are flat scans that keep every step
+# (n states of [n, n] per sentence; a chunk of the exact path holds at most 128k / n^3 sentences,
+# `_CHUNK_WORK`, so at most 128k numbers); past it, checkpointed segments of sqrt(n) steps (`_segments`: O(n^2.5) memory per sentence).
 # The segments nest a loop in a loop and recompute each segment in the backward pass, so the flat
 # sweeps make programs that differentiate `marginals` smaller: value + gradient at 4 x 8 compiled
 # in 6.2 s instead of 8.8 s (suite settings; 55 instead of 91 loops), at 64 x 16 / 32 x 28 in 20.7 /
 # 14.4 s instead of 25.3 / 17.2 s (default settings; 64 x 32, a shared core: 31 vs 43 s), and every
-# sentence sharp ran 11-21% faster.
+# sentence sharp ran 11-21% faster. (The linear elimination's sweeps are always flat: its records are
+# vectors, `_linear_marginals`.)
 _FLAT_UP_TO = 32
 
 
@@ -628,10 +632,9 @@ def _linear_marginals(arc_scores, root_scores, mask, single_root):
   (`_linear_step_back`) and keeps one record of vectors per step, and whether to trust it.
 
   Returns:
-    (log Z [], arc marginals [n, n], root marginals [n], trusted [] 1.0 / 0.0): exact where trusted
-    (`_linear_trusted`; a float, not a bool, so that `_linear_sentence`'s zero tangent for it keeps
-    the varying mesh axes of a user's `shard_map`, which a bool's float0 tangent lost); elsewhere finite or not, not to be used (and not to be differentiated:
-    `_linear_sentence_jvp` differentiates zeros there).
+    (log Z [], arc marginals [n, n], root marginals [n], trusted [] bool): exact where trusted
+    (`_linear_trusted`); elsewhere finite or not, not to be used (`_exact_log_z_and_marginals` selects
+    the log-space elimination's results there, and their derivatives, all forward mode).
   """
   arc_potentials, root_potentials, log_scale = _linear_potentials(arc_scores, root_scores, mask,
                                                                   single_root)
@@ -639,89 +642,20 @@ def _linear_marginals(arc_scores, root_scores, mask, single_root):
   n = mask.shape[-1]
   step_back = lambda c, r: (_linear_step_back(c, r, single_root), None)
   start = jax.tree.map(jnp.zeros_like, init[0][:3])
-  if n <= _FLAT_UP_TO:  # flat sweeps (`_FLAT_UP_TO`)
-    final, records = lax.scan(lambda c, _: step(*c), init, None, length=n)
-    d_weights, d_excess, d_first_order = lax.scan(step_back, start, records, reverse=True)[0]
-  else:
-    # Both sweeps in checkpointed segments, so that reverse mode through their forward-mode
-    # derivative (the third derivative of log Z: `_hessian_product`'s JVP in its point) keeps
-    # ~sqrt(n) [n, n] states, not one per step.
-    inner, outer = _segments(n)
-    segment_forward = jax.checkpoint(
-        lambda state, _: lax.scan(lambda c, _: step(*c), state, None, length=inner), prevent_cse=False)
-    final, records = lax.scan(segment_forward, init, None, length=outer)
-    segment_backward = jax.checkpoint(
-        lambda c, rs: (lax.scan(step_back, c, rs, reverse=True)[0], None), prevent_cse=False)
-    d_weights, d_excess, d_first_order = lax.scan(segment_backward, start, records, reverse=True)[0]
+  # Flat scans: the records are vectors (O(n^2) per sentence in all), and nothing differentiates this
+  # function in reverse mode (the exact path's derivatives are forward mode, `_exact_chunk_product`),
+  # so checkpointed segments would save nothing (they made one n = 200 sentence ~10% slower).
+  final, records = lax.scan(lambda c, _: step(*c), init, None, length=n)
+  d_weights, d_excess, d_first_order = lax.scan(step_back, start, records, reverse=True)[0]
   arc_m = jnp.where(_arc_mask(mask), arc_potentials * d_weights, 0.0)
   root_m = jnp.where(mask, root_potentials * (d_first_order if single_root else d_excess), 0.0)
   log_z = final[0][-1]
-  trusted = _linear_trusted(log_z, arc_potentials, root_potentials, mask)
-  return log_z + log_scale, arc_m, root_m, trusted.astype(log_z.dtype)
+  return log_z + log_scale, arc_m, root_m, _linear_trusted(log_z, arc_potentials, root_potentials, mask)
 
 
 def _forbid_padding(arc_scores, root_scores, mask):
   """The scores with -inf on the diagonal and wherever a padded word is head or modifier."""
   return (jnp.where(_arc_mask(mask), arc_scores, -jnp.inf), jnp.where(mask, root_scores, -jnp.inf))
-
-
-def _derivatives(marginals_fn, single_root, primals, marginals, tangents):
-  """The tangents of (log Z, arc marginals, root marginals) of `marginals_fn` (`_elimination_marginals`,
-  `_linear_marginals`) at `primals` along `tangents`: `d log Z = <marginals, d scores>` (no second
-  reverse sweep for the gradient of log Z), and the marginals' own derivative, the Hessian-vector
-  product, by `_hessian_product.hessian_product`: forward mode through the elimination and its
-  reverse sweep, and in reverse mode (a loss through the marginals) the same forward-mode product on
-  the cotangent, since the Hessian is symmetric. Transposing the forward-mode program instead ran
-  both sweeps backwards from checkpoints (value + gradient of one n = 200 sentence 1.6x the time)."""
-  arc_scores, root_scores, mask = primals
-  d_arc, d_root = tangents
-  arc_m, root_m = marginals
-  # Marginals are exactly 0 on padding and forbidden arcs: a tangent there (even inf) adds nothing.
-  d_log_z = (jnp.sum(jnp.where(arc_m != 0, arc_m * d_arc, 0.0))
-             + jnp.sum(jnp.where(root_m != 0, root_m * d_root, 0.0)))
-  return (d_log_z,) + _hessian_product.hessian_product(
-      _gradient_of(marginals_fn, single_root), (arc_scores, root_scores), (mask,), (d_arc, d_root))
-
-
-@functools.lru_cache(maxsize=None)
-def _gradient_of(marginals_fn, single_root):
-  """`(arc_scores, root_scores, mask) -> (arc marginals, root marginals)` of `marginals_fn`: the
-  gradient of log Z, one hashable function per root mode (a parameter of the product's primitive)."""
-  return lambda arc_scores, root_scores, mask: marginals_fn(arc_scores, root_scores, mask, single_root)[1:3]
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
-def _exact_sentence(arc_scores, root_scores, mask, single_root):
-  """`_elimination_marginals` (arguments and results alike) with the derivatives of `_derivatives`."""
-  return _elimination_marginals(arc_scores, root_scores, mask, single_root)
-
-
-@_exact_sentence.defjvp
-def _exact_sentence_jvp(single_root, primals, tangents):
-  outputs = _elimination_marginals(*primals, single_root)
-  return outputs, _derivatives(_elimination_marginals, single_root, primals, outputs[1:], tangents[:2])
-
-
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
-def _linear_sentence(arc_scores, root_scores, mask, single_root):
-  """`_linear_marginals` with the derivatives of `_derivatives`."""
-  return _linear_marginals(arc_scores, root_scores, mask, single_root)
-
-
-@_linear_sentence.defjvp
-def _linear_sentence_jvp(single_root, primals, tangents):
-  """Where the sentence is not trusted, the derivatives are those at zero scores along zeros: its
-  linear results may be inf or NaN there (the log-space elimination replaces them), and a zero
-  cotangent times NaN would still reach the gradient."""
-  outputs = _linear_marginals(*primals, single_root)
-  trusted = outputs[3] > 0
-  zero_unless_trusted = lambda x: jnp.where(trusted, x, jnp.zeros_like(x))
-  arc_scores, root_scores, mask = primals
-  safe = (zero_unless_trusted(arc_scores), zero_unless_trusted(root_scores), mask)
-  marginals = tuple(zero_unless_trusted(m) for m in outputs[1:3])
-  d_outputs = _derivatives(_linear_marginals, single_root, safe, marginals,
-                           tuple(zero_unless_trusted(t) for t in tangents[:2]))
-  return outputs, d_outputs + (outputs[3] * 0,)  # `trusted` (a float) has a zero tangent
 
 
 def _per_sentence(sentence_fn, inputs):
@@ -736,19 +670,19 @@ def _per_sentence(sentence_fn, inputs):
 def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root):
   """(log Z [...], arc marginals, root marginals) of a batch, exactly, NaN where undefined.
 
-  The linear elimination (`_linear_sentence`) where `_linear_trusted`; the log-space one
-  (`_exact_sentence`) for the other elements, only when there are any (a `lax.cond`; under a user's
-  `vmap`, when any element of the mapped batch has one).
+  The linear elimination (`_linear_marginals`) where `_linear_trusted`; the log-space one
+  (`_elimination_marginals`) for the other elements, only when there are any (a `lax.cond`; under a
+  user's `vmap`, when any element of the mapped batch has one). Differentiated in forward mode only
+  (`_exact_chunk_product`): a select passes no NaN of the branch it drops into a tangent.
   """
   batch_shape = mask.shape[:-1]
   flat = lambda x: x.reshape((-1,) + x.shape[len(batch_shape):])
   inputs = (flat(arc_scores), flat(root_scores), flat(mask))
-  *linear, trusted = _per_sentence(functools.partial(_linear_sentence, single_root=single_root), inputs)
-  linear, trusted = tuple(linear), trusted > 0
-  untrusted = ~trusted
+  *linear, trusted = _per_sentence(functools.partial(_linear_marginals, single_root=single_root), inputs)
+  linear, untrusted = tuple(linear), ~trusted
 
   def log_space(linear):
-    exact = _per_sentence(functools.partial(_exact_sentence, single_root=single_root), inputs)
+    exact = _per_sentence(functools.partial(_elimination_marginals, single_root=single_root), inputs)
     return tuple(jnp.where(untrusted.reshape((-1,) + (1,) * (e.ndim - 1)), e, v)
                  for e, v in zip(exact, linear))
 
@@ -786,21 +720,109 @@ def _canonical_length(n):
   return -(-n // _PAD_MULTIPLE) * _PAD_MULTIPLE if 0 < n < _PAD_BELOW else n
 
 
-def _exact_padded(inputs, single_root):
-  """`_exact_chunk` of a chunk `(arc [k, n, n], root [k, n], mask [k, n])`, run at the canonical length.
-
-  Padded words are masked out, so the results on the real words are those at length n (padding
-  never changes a result; the elimination skips words that are not real).
-  """
-  arc_scores, root_scores, mask = inputs
-  n = mask.shape[-1]
+def _to_canonical_length(arrays, n):
+  """Pads `[k, n]` / `[k, n, n]` arrays (a chunk's scores, masks, directions) to `_canonical_length(n)`
+  words; padded words are masked out, so results on the real words are those at length n."""
   extra = _canonical_length(n) - n
-  if extra:
-    arc_scores = jnp.pad(arc_scores, ((0, 0), (0, extra), (0, extra)))
-    root_scores = jnp.pad(root_scores, ((0, 0), (0, extra)))
-    mask = jnp.pad(mask, ((0, 0), (0, extra)))
-  log_z, arc_m, root_m = _exact_chunk(arc_scores, root_scores, mask, single_root)
+  if not extra:
+    return arrays
+  return tuple(jnp.pad(x, ((0, 0),) + ((0, extra),) * (x.ndim - 1)) for x in arrays)
+
+
+def _exact_padded(inputs, single_root):
+  """`_exact_chunk` of a chunk `(arc [k, n, n], root [k, n], mask [k, n])`, run at the canonical length."""
+  n = inputs[-1].shape[-1]
+  log_z, arc_m, root_m = _exact_chunk(*_to_canonical_length(inputs, n), single_root)
   return log_z, arc_m[:, :n, :n], root_m[:, :n]
+
+
+@functools.lru_cache(maxsize=None)
+def _chunk_marginals(single_root):
+  """`(arc [k, n, n], root [k, n], mask [k, n]) -> (arc marginals, root marginals)` of the exact path:
+  the gradient of the chunk's summed log Z (one hashable function per root mode)."""
+  return lambda arc_scores, root_scores, mask: _exact_log_z_and_marginals(
+      arc_scores, root_scores, mask, single_root)[1:]
+
+
+@functools.partial(jax.jit, static_argnums=(4,))
+def _exact_chunk_product(arc_scores, root_scores, mask, directions, single_root):
+  """The exact marginals' derivative along `directions` (a tuple of k `(d_arc, d_root)` pairs shaped
+  like the scores): `D^(k+1) log Z [directions]` per sentence, by nested forward mode through both
+  eliminations and their reverse sweeps (`_hessian_product.jvp_product`). Jitted on its own, like
+  `_exact_chunk`, so that programs with the same chunk shape share its trace."""
+  return _hessian_product.jvp_product(_chunk_marginals(single_root))(
+      (arc_scores, root_scores), (mask,), directions)
+
+
+class _FlaggedProduct:
+  """The derivative product (`_hessian_product.derivative_product`) of the exact marginals of the
+  flagged batch elements, zero elsewhere: a `lax.while_loop` over chunks of the flagged elements
+  (`_replace_flagged`) runs `_exact_chunk_product` on each. Block diagonal, each block a derivative
+  of one sentence's log Z, so symmetric like the primitive needs.
+
+  Called as `(args=(arc [B, n, n], root [B, n]), constants=(mask [B, n], flags [B]), directions)`.
+  """
+
+  def __init__(self, single_root, chunk):
+    self.single_root, self.chunk = single_root, chunk
+
+  def __call__(self, args, constants, directions):
+    (arc_scores, root_scores), (mask, flags) = args, constants
+    n = mask.shape[-1]
+    flat_directions = tuple(t for direction in directions for t in direction)
+
+    def chunk_product(inputs):
+      padded = _to_canonical_length(inputs, n)
+      pairs = tuple(tuple(padded[3 + i:5 + i]) for i in range(0, len(flat_directions), 2))
+      d_arc, d_root = _exact_chunk_product(*padded[:3], pairs, self.single_root)
+      return d_arc[:, :n, :n], d_root[:, :n]
+
+    zeros = _inputs.vary_like((jnp.zeros_like(arc_scores), jnp.zeros_like(root_scores)),
+                              arc_scores, root_scores, mask, *flat_directions)
+    return _replace_flagged(flags, chunk_product, (arc_scores, root_scores, mask) + flat_directions,
+                            zeros, self.chunk)
+
+  def __eq__(self, other):
+    return type(other) is _FlaggedProduct and (other.single_root, other.chunk) == (self.single_root,
+                                                                                   self.chunk)
+
+  def __hash__(self):
+    return hash((_FlaggedProduct, self.single_root, self.chunk))
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _exact_where_flagged(single_root, chunk, flags, arc_scores, root_scores, mask, log_z, arc_marginals,
+                         root_marginals):
+  """The LU path's `(log_z [B], arc_marginals [B, n, n], root_marginals [B, n])` with the `flags` [B]
+  elements replaced by the exact path's (`_replace_flagged`, chunks of `chunk`), and derivatives to
+  match: the LU path's tangents where not flagged; where flagged, `d log Z = <marginals, d scores>`
+  and the marginals' derivative by the primitive of `_hessian_product` over `_FlaggedProduct`, whose
+  transpose is itself: reverse mode runs the exact path forward, over the flagged elements only.
+
+  So when no element is flagged, the exact path adds two `lax.while_loop`s that stop before their
+  first step (value, and one per derivative product) and selects; no conditional copies the
+  [B, n, n] arrays and no chunk buffers are allocated (a `lax.cond` with a `lax.scan` of chunks
+  did both: value + gradient at 32 x 200 took 1.09-1.15x the time without the exact path in two
+  runs on a CPU, this design 1.06-1.08x).
+  """
+  return _replace_flagged(flags, functools.partial(_exact_padded, single_root=single_root),
+                          (arc_scores, root_scores, mask), (log_z, arc_marginals, root_marginals), chunk)
+
+
+@_exact_where_flagged.defjvp
+def _exact_where_flagged_jvp(single_root, chunk, primals, tangents):
+  flags, arc_scores, root_scores, mask = primals[:4]
+  outputs = _exact_where_flagged(single_root, chunk, *primals)
+  _, d_arc, d_root, _, d_log_z, d_arc_marginals, d_root_marginals = tangents
+  arc_m, root_m = outputs[1:]
+  # Marginals are exactly 0 on padding and forbidden arcs: a tangent there (even inf) adds nothing.
+  d_log_z_exact = (jnp.sum(jnp.where(arc_m != 0, arc_m * d_arc, 0.0), axis=(-2, -1))
+                   + jnp.sum(jnp.where(root_m != 0, root_m * d_root, 0.0), axis=-1))
+  d_arc_exact, d_root_exact = _hessian_product.derivative_product(
+      _FlaggedProduct(single_root, chunk), (arc_scores, root_scores), (mask, flags), (d_arc, d_root))
+  return outputs, (jnp.where(flags, d_log_z_exact, d_log_z),
+                   jnp.where(flags[:, None, None], d_arc_exact, d_arc_marginals),
+                   jnp.where(flags[:, None], d_root_exact, d_root_marginals))
 
 
 def _needs_exact(inverse, lap_column_sums):
@@ -844,9 +866,11 @@ def _lu_tolerance(dtype):
 def _any_anywhere(flags):
   """`jnp.any(flags)`; under a user's `vmap`, over the whole mapped batch as well.
 
-  The predicate of the exact fallback's `lax.cond`: a batched predicate would turn the cond into a
-  select that runs the exact path for every call (20-100x the LU path), so under `vmap` the predicate
-  stays unbatched (any element of any mapped call) and the exact branch still selects per element.
+  The predicate of the exact fallback's loop (`_replace_flagged`) and of its choice of elimination
+  (`_exact_log_z_and_marginals`): batched, a `lax.cond` becomes a select that runs the exact path for
+  every call (20-100x the LU path) and a `lax.while_loop` runs every call's body with selects, so
+  under `vmap` the predicate stays unbatched (any element of any mapped call) and the results are
+  still chosen per element.
   """
   return jnp.any(flags)
 
@@ -857,22 +881,26 @@ def _any_anywhere_vmap(axis_size, in_batched, flags):
   return _any_anywhere(flags), False
 
 
-# Work per chunk of the exact path, in sentences times n^3 (the elimination's cost per sentence).
-# A chunk runs whole however few of its elements are flagged, so chunks are as small as the
-# per-chunk overhead allows. Measured (float32, jitted `_exact_log_z_and_marginals`, medians of 10
-# interleaved calls, OPENBLAS_NUM_THREADS=1, shared 2-core CPU): at n = 8, 1 / 16 / 128 / 1024
-# sentences took 0.52 / 0.83 / 6.8 / 53 ms (overhead-bound below ~16 sentences = 8k n^3); at n = 32,
-# 1 / 4 / 16 / 64 took 2.7 / 7.7 / 32 / 128 ms (+grad 10.5 / 32 / 102 / 418), already linear from 4 on.
-# So one chunk holds ~32k n^3: 64 sentences at n = 8, 8 at n = 16, one from n = 32 on (before:
-# 64k scores, 64 sentences at n = 32, which made one sharp sentence cost 64).
-_CHUNK_WORK = 2**15
+# Chunks of the exact path. A chunk runs whole however few of its elements are flagged, so one sharp
+# sentence costs one chunk; but every chunk also costs a fixed overhead (at n = 8, 1 / 16 / 128
+# sentences took 0.52 / 0.83 / 6.8 ms; at n = 32, 1 / 4 / 16 took 2.7 / 7.7 / 32 ms: float32, jitted
+# `_exact_log_z_and_marginals`, shared 2-core CPU), which many sharp sentences pay once per chunk. So
+# a chunk holds at most 1/_CHUNK_SHARE of the batch (one sharp sentence then adds at most ~1/32 of
+# the batch's sentences' exact work) and at most _CHUNK_WORK n^3 of work (memory and program size).
+# Measured against the previous rule (2^15 n^3, batch-blind), value + gradient through `marginals`
+# in one process (medians of 7 interleaved rounds, CPU): 512 x 32 with every sentence x30 0.53x the
+# time (4 per chunk instead of 1), 512 x 8 with one sharp sentence 1.18 instead of 1.45x the no-sharp
+# time (16 instead of 64), the rest within noise (256 x 16, 64 x 64).
+_CHUNK_WORK = 2**17
+_CHUNK_SHARE = 32
 
 
 def _chunk_size(size, n):
-  """Elements per chunk of the exact path: the power of two at or below `_CHUNK_WORK / n^3` (at
-  least 1), and at most the power of two at or above `size` (`_replace_flagged` fills a chunk past
-  the last flagged element and drops those results)."""
-  cap = 1 << (max(1, _CHUNK_WORK // max(1, n)**3).bit_length() - 1)
+  """Elements per chunk of the exact path: the power of two at or below both `size / _CHUNK_SHARE`
+  and `_CHUNK_WORK / n^3` (at least 1), and at most the power of two at or above `size`
+  (`_replace_flagged` fills a chunk past the last flagged element and drops those results)."""
+  cap = max(1, min(_CHUNK_WORK // max(1, n)**3, size // _CHUNK_SHARE))
+  cap = 1 << (cap.bit_length() - 1)
   return min(cap, 1 << max(0, size - 1).bit_length())
 
 
@@ -880,25 +908,22 @@ def _replace_flagged(flags, exact_fn, inputs, values, chunk):
   """`values` with the flagged elements replaced by `exact_fn`'s results: the exact fallback.
 
   Usually no element or a few are flagged (0.7% of the sentences of a trained document model, in 35%
-  of its batches). The flagged elements are gathered first and `exact_fn` runs on chunks of `chunk`
-  of them, one chunk after the other (`lax.scan`), only as many chunks as there are flagged elements
-  (a `lax.cond` per chunk) and not at all when none is (an outer `lax.cond`); the predicates stay
-  unbatched under a user's `vmap` (`_any_anywhere`). So the memory of the exact path is that of
-  one chunk (plus the gathered inputs), whatever number of elements is flagged. Differentiated, a
-  chunk keeps O(n^2) per sentence (its scores and marginals: the residuals of the exact path's
-  Hessian-vector products, `_derivatives`), and its backward pass runs only when it ran forward (the
-  transpose of a `lax.cond` is one). It is not rematerialised: `jax.checkpoint` around each chunk
-  (before) recomputed its forward in the backward pass, a quarter of the time that one sharp sentence
-  added to value + gradient at 32 x 200 (CPU), to save 7 of 77 MiB of temporaries (compiled
-  `memory_analysis`).
+  of its batches). The flagged elements' indices are listed first (`jnp.nonzero`, [size] ints), and a
+  `lax.while_loop` gathers `chunk` of them at a time, runs `exact_fn` on them and writes the results
+  into `values` in place, for as many chunks as there are flagged elements: none when none is. The
+  loop's predicate stays unbatched under a user's `vmap` (`_any_anywhere`: it runs while any mapped
+  call has a chunk left; the others' slots are dropped). So the exact path's memory is one chunk's,
+  whatever number of elements is flagged, and nothing of it is touched when none is. A while loop
+  cannot be transposed; its derivatives are the primitive of `_hessian_product` (`_exact_where_flagged`),
+  which never transposes it.
 
   Args:
     flags: [size] bool, the elements to replace.
     exact_fn: pytree of [k, ...] inputs -> pytree of [k, ...], the exact results of those elements.
     inputs: pytree of [size, ...] arrays, the per-element inputs of `exact_fn`.
     values: pytree of [size, ...], the fast path's results.
-    chunk: int >= 1, elements per call of `exact_fn` (may exceed `size`: the slots past the last
-      flagged element repeat an element, and their results are dropped).
+    chunk: int >= 1, elements per call of `exact_fn` (may exceed the number flagged: the slots past
+      the last flagged element repeat an element, and their results are dropped).
 
   Returns:
     a pytree like `values`.
@@ -906,29 +931,21 @@ def _replace_flagged(flags, exact_fn, inputs, values, chunk):
   size = flags.shape[0]
   chunk = max(1, chunk)
   num_chunks = -(-size // chunk)
+  # Flagged elements first; slots past them hold `size`, whose results are dropped.
+  where = jnp.nonzero(flags, size=num_chunks * chunk, fill_value=size)[0]
+  count = jnp.sum(flags)
 
-  def fallback(flags, inputs, values):
-    # Flagged elements first; slots past them hold `size`, whose results are dropped below.
-    where = jnp.nonzero(flags, size=num_chunks * chunk, fill_value=size)[0]
-    count = jnp.sum(flags)
-    gathered = jax.tree.map(lambda x: x[jnp.minimum(where, size - 1)].reshape(
-        (num_chunks, chunk) + x.shape[1:]), inputs)
-    shapes = jax.eval_shape(exact_fn, jax.tree.map(lambda x: x[0], gathered))
+  def more(state):
+    return _any_anywhere(state[0] * chunk < count)
 
-    def one_chunk(_, xs):
-      index, chunk_inputs = xs
-      run = _any_anywhere(index * chunk < count)
-      # Zeros that vary with the inputs (inside shard_map, both branches must vary alike).
-      skip = lambda inp: jax.tree.map(
-          lambda a: jnp.zeros(a.shape, a.dtype)
-          + jnp.any(jax.tree.leaves(inp)[-1]).astype(a.dtype) * 0, shapes)
-      return None, lax.cond(run, exact_fn, skip, chunk_inputs)
+  def one_chunk(state):
+    index, values = state
+    slots = lax.dynamic_slice(where, (index * chunk,), (chunk,))
+    results = exact_fn(jax.tree.map(lambda x: x[jnp.minimum(slots, size - 1)], inputs))
+    return index + 1, jax.tree.map(lambda v, e: v.at[slots].set(e, mode='drop'), values, results)
 
-    _, exact_values = lax.scan(one_chunk, None, (jnp.arange(num_chunks), gathered))
-    return jax.tree.map(lambda v, e: v.at[where].set(e.reshape((-1,) + e.shape[2:]), mode='drop'),
-                        values, exact_values)
-
-  return lax.cond(_any_anywhere(flags), fallback, lambda f, i, v: v, flags, inputs, values)
+  start = _inputs.vary_like((jnp.zeros((), jnp.int32), values), count, *jax.tree.leaves(values))
+  return lax.while_loop(more, one_chunk, start)[1]
 
 
 # The environment variable that turns the exact fallback of `_statistics` off (value "0").
@@ -961,12 +978,12 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
 
   The common path is a straight line: one LU factorisation and one solve (`_logdet_and_inverse`,
   whose error estimate costs two norms). Batch elements whose estimate is too large are recomputed
-  by the exact elimination in chunks (`_replace_flagged`), outside that line: when no element is
-  flagged, no exact work runs; what remains is the predicate of one `lax.cond` and copies of the
-  [B, n, n] arrays into and out of the not-taken conditionals. The exact branch's buffers still
-  count in the compiled program's temporaries (108 vs 29 MiB for value + gradient at B = 32, n = 200),
-  which on the CPU with glibc's 4 KiB pages cost page faults on every call; the launchers run with
-  glibc's transparent huge pages, which removes them (`launch/_huge_pages.py`, README).
+  by the exact elimination in chunks (`_exact_where_flagged`), outside that line: when no element is
+  flagged, no exact work runs; what remains is the flagged elements' index list, a `lax.while_loop`
+  that stops before its first step (one more per derivative product) and a select per output.
+  (Before, a `lax.cond` over a `lax.scan` of chunks copied the [B, n, n] arrays into and out of its
+  branches and allocated every chunk's buffers on each call: value + gradient at 32 x 200 had 76.5
+  MiB of temporaries, now 53.9, and 44.0 without the exact path: compiled `memory_analysis`.)
   With `exact_fallback_enabled()` False the flagged elements are NaN instead and the exact path is
   not traced at all.
   """
@@ -990,11 +1007,9 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
   else:
     size = exact.size
     flat = lambda x, tail: x.reshape((size,) + tail)
-    exact_fn = functools.partial(_exact_padded, single_root=single_root)
-    log_z, arc_marginals, root_marginals = _replace_flagged(
-        flat(exact, ()), exact_fn, (flat(arc_scores, (n, n)), flat(root_scores, (n,)), flat(mask, (n,))),
-        (flat(log_z, ()), flat(arc_marginals, (n, n)), flat(root_marginals, (n,))),
-        _chunk_size(size, n))
+    log_z, arc_marginals, root_marginals = _exact_where_flagged(
+        single_root, _chunk_size(size, n), flat(exact, ()), flat(arc_scores, (n, n)), flat(root_scores, (n,)),
+        flat(mask, (n,)), flat(log_z, ()), flat(arc_marginals, (n, n)), flat(root_marginals, (n,)))
     log_z = log_z.reshape(exact.shape)
     arc_marginals = arc_marginals.reshape(exact.shape + (n, n))
     root_marginals = root_marginals.reshape(exact.shape + (n,))
