@@ -1,5 +1,6 @@
 """`python -m launch.benchmark report`: the real --quick run of every family, the budget, families that
 are missing or fail, the files written while it runs, the trees ratios, the parser's baselines."""
+import functools
 import json
 import math
 import os
@@ -331,19 +332,29 @@ def test_parse_sizes_shared_by_every_family():
       benchmarks.parse_sizes(bad, axes, **kwargs)
 
 
-def test_interleaved_medians_round_robin_and_column_budget():
+def test_interleaved_medians_shuffled_rounds_and_column_budget():
   order = []
-  times = benchmarks.interleaved_medians({'a': lambda: order.append('a'), 'b': lambda: order.append('b')},
-                                         repeats=3)
-  # One warm-up call each, then 3 rounds, each starting one entry later (no entry always follows the same).
-  assert order == ['a', 'b', 'a', 'b', 'b', 'a', 'a', 'b']
-  assert set(times) == {'a', 'b'} and all(m >= 0 and f >= 0 and n == 3 for m, f, n in times.values())
+  names = 'abcde'
+  times = benchmarks.interleaved_medians({name: functools.partial(order.append, name) for name in names},
+                                         repeats=12)
+  # One warm-up call each in order, then 12 rounds that each call every entry once, in its own order.
+  assert order[:5] == list(names)
+  rounds = [order[5 + 5 * r:10 + 5 * r] for r in range(12)]
+  assert len(order) == 65 and all(sorted(r) == list(names) for r in rounds)
+  assert len({tuple(r) for r in rounds}) > 6
+  # No entry always follows the same one (a rotation of one fixed order did: only each round's first
+  # entry had another predecessor), and no entry always comes first.
+  for name in names:
+    predecessors = {r[r.index(name) - 1] for r in rounds if r.index(name) > 0}
+    assert len(predecessors) >= 3, (name, predecessors)
+  assert len({r[0] for r in rounds}) >= 3
+  assert set(times) == set(names) and all(m >= 0 and f >= 0 and n == 12 for m, f, n in times.values())
   # A column over its budget sits out the later rounds, after at least one timed call.
   order.clear()
   slow = lambda: (order.append('slow'), time.sleep(0.02))[0]
   times = benchmarks.interleaved_medians({'fast': lambda: order.append('fast'), 'slow': slow}, repeats=4,
                                          column_budget_s=0.01)
-  assert order == ['fast', 'slow', 'fast', 'slow', 'fast', 'fast', 'fast']  # 'slow' sits out rounds 2-4
+  assert order[:2] == ['fast', 'slow'] and order.count('slow') == 2 and order.count('fast') == 5
   assert times['slow'][2] == 1 and times['fast'][2] == 4 and times['slow'][0] >= 0.02
 
 

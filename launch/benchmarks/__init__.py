@@ -9,6 +9,7 @@ with a generator `report_tables(run: ReportRun) -> Iterator[Table]` and one line
 import collections
 import dataclasses
 import glob
+import random
 import statistics
 import tempfile
 import time
@@ -76,11 +77,15 @@ def interleaved_medians(calls: Mapping[Any, Callable[[], Any]], repeats: int, *,
 
   Every call runs once to compile / warm up; then each of the `repeats` rounds calls every entry once,
   so a change of machine load during the run hits all of them alike and the ratios between them stay
-  fair on a shared machine. Round r starts at entry r (mod the number of entries), so no entry always
-  follows the same one. (On an H200, 2026-11-27, with a fixed order, `trees.marginals` called right
-  after torch-struct's projective CRF, ~200 ms of small kernels, took 6.6-9.3x the plain LU at
-  512x32 / 64x64 but 1.5x at 32x200 where that CRF is not timed: suspected, not established, to be
-  its position; README, GPU report.) With `column_budget_s`, an entry whose timed calls have taken
+  fair on a shared machine. Each round calls the entries in its own order (a permutation seeded by the
+  round), so no entry always follows the same one. A rotation of one fixed order (before 2026-11-29)
+  did not achieve that: every entry but the round's first followed the same one every round, and the
+  first column of the trees benchmark, `trees.marginals`, always ran right after torch-struct's
+  calls. On a 2-core CPU it then took 4.74 ms at 64x64 where the same jitted function with one sharp
+  sentence (strictly more work) took 3.95, and 1.50x inv-AD where a run without torch-struct
+  installed gave 1.09x; on an H200 (2026-11-27) 6.6-9.3x the plain LU at 512x32 / 64x64 but 1.5x at
+  32x200 where torch-struct's projective CRF is not timed (README, GPU report). With
+  `column_budget_s`, an entry whose timed calls have taken
   that many seconds in all is left out of the later rounds (it keeps at least one timed
   call): a baseline that needs minutes per call (torch-struct's projective CRF at n = 200 on a CPU)
   does not hold up the others for an hour.
@@ -89,8 +94,9 @@ def interleaved_medians(calls: Mapping[Any, Callable[[], Any]], repeats: int, *,
   times = {name: [] for name in calls}
   names = list(calls)
   for round_index in range(repeats):
-    start = round_index % len(names)
-    for name in names[start:] + names[:start]:
+    order = list(names)
+    random.Random(round_index).shuffle(order)
+    for name in order:
       call = calls[name]
       if times[name] and column_budget_s is not None and sum(times[name]) >= column_budget_s:
         continue
