@@ -6,8 +6,13 @@ r"""Timing of the `trees` functions against baselines and published reference fi
 `--sizes` lists `BATCHxLENGTH` problems (random N(0, 1) scores, every sentence full length). One table
 per run, median milliseconds over `--repeats` jitted calls after a warm-up (compile) call, each
 ended with `block_until_ready`; the columns of a size are timed interleaved (each round calls every
-column once), so load changes on a shared machine hit all columns alike; a column whose timed calls
-have taken `COLUMN_BUDGET_S` in all sits out the later rounds (the row's `timed calls` lists it):
+column once, in its own order), so load changes on a shared machine hit all columns alike; a column
+whose timed calls have taken `COLUMN_BUDGET_S` in all sits out the later rounds (the row's `timed
+calls` lists it). The torch-struct columns are interleaved among themselves, after the JAX ones: in one
+interleaving with them (2-core CPU, 2026-11-29), the JAX calls that ran after a torch call were
+slowed (512x32 `mst` 51 ms, 43 without torch-struct installed; the first column, `ours marg`, 1.50x
+inv-AD at 64x64 while it always followed torch calls, 1.09x without them), two runtimes' thread
+pools contending for the cores they had just used:
 
 * `ours marg` / `ours +grad`: `trees.marginals` (single root) / value and gradient of a scalar loss
   `sum(W * marginals)` through them (what structured attention does in training).
@@ -248,7 +253,6 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
       })
     calls['proj marg'] = lambda: projective(arc, root)
     torch_struct_calls = _torch_struct_calls(batch, length, np.asarray(arc), np.asarray(root))
-    calls.update(torch_struct_calls or {})
     if torch_struct_calls is not None and 'ts proj' not in torch_struct_calls:
       row['ts proj'] = f'not timed (memory: batch x n^3 > {TS_PROJECTIVE_MAX_WORK})'
     unknown = [column for column in profile or () if column not in calls]
@@ -256,6 +260,9 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
       raise ValueError(f'--profile columns {unknown} are not timed at {batch}x{length}; columns: '
                        f'{", ".join(calls)}')
     timings = benchmarks.interleaved_medians(calls, repeats, column_budget_s=COLUMN_BUDGET_S)
+    if torch_struct_calls:  # in a group of their own (module docstring)
+      timings.update(benchmarks.interleaved_medians(torch_struct_calls, repeats,
+                                                    column_budget_s=COLUMN_BUDGET_S))
     for column in profile or ():
       print(benchmarks.kernel_profile(calls[column]).format(f'{batch}x{length} {column}'), flush=True)
     for column, (seconds, _, count) in timings.items():
