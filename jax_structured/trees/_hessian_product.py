@@ -42,7 +42,7 @@ import jax.numpy as jnp
 
 from jax_structured.trees import _inputs
 
-__all__ = ['derivative_product', 'hessian_product', 'jvp_product']
+__all__ = ['JvpProduct', 'derivative_product', 'hessian_product']
 
 
 def hessian_product(gradient, args, constants, tangents):
@@ -62,13 +62,13 @@ def hessian_product(gradient, args, constants, tangents):
     tuple shaped like `args`: `H t`. Linear in `tangents`, its transpose is itself; differentiable
     to any order in `args` and `tangents`, and batchable.
   """
-  return derivative_product(jvp_product(gradient), args, constants, tangents)
+  return derivative_product(JvpProduct(gradient), args, constants, tangents)
 
 
 def derivative_product(product, args, constants, tangents):
   """`hessian_product` with the product given: `product(args, constants, directions)` must return
   `D^(k+1) f [t_1, .., t_k, .]` for the k direction tuples in `directions` (each shaped like `args`),
-  as `jvp_product(gradient)` does; it is hashable (a primitive parameter) and may use any JAX
+  as `JvpProduct(gradient)` does; it is hashable (a primitive parameter) and may use any JAX
   operation, loops that JAX cannot transpose included (it is only ever run forward)."""
   args, constants, tangents = tuple(args), tuple(constants), tuple(tangents)
   if len(tangents) != len(args):
@@ -76,7 +76,7 @@ def derivative_product(product, args, constants, tangents):
   return _bind(product, args, constants, (tangents,))
 
 
-class jvp_product:  # pylint: disable=invalid-name  (used like a function)
+class JvpProduct:
   """`(args, constants, directions) -> D^(k+1) f [directions]` by nested forward mode through
   `gradient` (hashable, equal for equal gradients)."""
 
@@ -91,10 +91,10 @@ class jvp_product:  # pylint: disable=invalid-name  (used like a function)
     return function(*args)
 
   def __eq__(self, other):
-    return type(other) is jvp_product and other.gradient == self.gradient
+    return type(other) is JvpProduct and other.gradient == self.gradient
 
   def __hash__(self):
-    return hash((jvp_product, self.gradient))
+    return hash((JvpProduct, self.gradient))
 
 
 def _directional(function, direction):

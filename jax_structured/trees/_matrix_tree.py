@@ -748,9 +748,9 @@ def _chunk_marginals(single_root):
 def _exact_chunk_product(arc_scores, root_scores, mask, directions, single_root):
   """The exact marginals' derivative along `directions` (a tuple of k `(d_arc, d_root)` pairs shaped
   like the scores): `D^(k+1) log Z [directions]` per sentence, by nested forward mode through both
-  eliminations and their reverse sweeps (`_hessian_product.jvp_product`). Jitted on its own, like
+  eliminations and their reverse sweeps (`_hessian_product.JvpProduct`). Jitted on its own, like
   `_exact_chunk`, so that programs with the same chunk shape share its trace."""
-  return _hessian_product.jvp_product(_chunk_marginals(single_root))(
+  return _hessian_product.JvpProduct(_chunk_marginals(single_root))(
       (arc_scores, root_scores), (mask,), directions)
 
 
