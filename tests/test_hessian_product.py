@@ -116,8 +116,8 @@ def test_third_and_fourth_derivatives():
   mapped = jax.vmap(product, in_axes=(None, None, 0, 0))
   got = jax.jit(lambda x, y, ax, ay: jax.jvp(lambda x, y: mapped(x, y, txs, tys), (x, y), (ax, ay))[1])(
       x, y, ax, ay)
-  np.testing.assert_allclose(np.concatenate(got, axis=-1),
-                             np.stack([k * third_numpy(x, y, t, a) for k in (1, 2, -1)]), rtol=1e-10, atol=1e-13)
+  want = np.stack([k * third_numpy(x, y, t, a) for k in (1, 2, -1)])
+  np.testing.assert_allclose(np.concatenate(got, axis=-1), want, rtol=1e-10, atol=1e-13)
   check_grads(jax.jit(gradient_of_f), (x, y), order=3, modes=['fwd', 'rev'], eps=1e-4, atol=1e-4, rtol=1e-4)
 
 

@@ -396,7 +396,8 @@ def _elimination_start(arc_scores, root_scores, mask, single_root):
 
 # Up to this length the log-space elimination's sweeps (`_sweep`) are flat scans that keep every step
 # (n states of [n, n] per sentence; a chunk of the exact path holds at most 128k / n^3 sentences,
-# `_CHUNK_WORK`, so at most 128k numbers); past it, checkpointed segments of sqrt(n) steps (`_segments`: O(n^2.5) memory per sentence).
+# `_CHUNK_WORK`, so at most 128k numbers); past it, checkpointed segments of sqrt(n) steps
+# (`_segments`: O(n^2.5) memory per sentence).
 # The segments nest a loop in a loop and recompute each segment in the backward pass, so the flat
 # sweeps make programs that differentiate `marginals` smaller: value + gradient at 4 x 8 compiled
 # in 6.2 s instead of 8.8 s (suite settings; 55 instead of 91 loops), at 64 x 16 / 32 x 28 in 20.7 /
