@@ -149,14 +149,15 @@ def _instantiate(tangents):
   return tuple(ad.instantiate_zeros(t) if type(t) is ad.Zero else t for t in tangents)
 
 
-def _point_direction(product, args, d_args, size):
+def _point_direction(product, d_args, directions):
   """The point's tangent as a direction of `product`: under `_Batched`, unmapped arguments' tangents
-  broadcast over the batch (directions are always mapped)."""
+  broadcast over the batch (directions are always mapped, on axis 0)."""
   d_args = _instantiate(d_args)
   if type(product) is not _Batched:
     return d_args
+  size = directions[0][0].shape[0]
   return tuple(t if axis == 0 else jnp.broadcast_to(t, (size,) + t.shape)
-               for t, axis in zip(d_args, product.axes[:len(args)]))
+               for t, axis in zip(d_args, product.axes))
 
 
 def _jvp(primals, tangents, *, product, num_args, num_constants):
@@ -172,9 +173,8 @@ def _jvp(primals, tangents, *, product, num_args, num_constants):
       terms.append(_bind(product, args, constants, replaced))
   if any(type(t) is not ad.Zero for t in d_args):
     # The next derivative: the point's tangent as one more direction (symmetric in all of them).
-    size = directions[0][0].shape[0] if directions[0] else 0
     terms.append(_bind(product, args, constants,
-                       directions + (_point_direction(product, args, d_args, size),)))
+                       directions + (_point_direction(product, d_args, directions),)))
   if not terms:  # JAX does not call a JVP rule without tangents; for completeness
     return out, list(_inputs.vary_like(tuple(jnp.zeros_like(o) for o in out), *out))
   d_out = terms[0]

@@ -721,20 +721,24 @@ def _canonical_length(n):
   return -(-n // _PAD_MULTIPLE) * _PAD_MULTIPLE if 0 < n < _PAD_BELOW else n
 
 
-def _to_canonical_length(arrays, n):
-  """Pads `[k, n]` / `[k, n, n]` arrays (a chunk's scores, masks, directions) to `_canonical_length(n)`
-  words; padded words are masked out, so results on the real words are those at length n."""
+def _at_canonical_length(chunk_fn, inputs):
+  """`chunk_fn(*inputs)` run at `_canonical_length(n)` words and cut back to n.
+
+  `inputs` are a chunk's `[k, n]` / `[k, n, n]` arrays (scores, mask, directions), padded with zeros
+  (padded words are masked out, so the results on the real words are those at length n); every
+  output's axes after the first are word axes, cut back to their first n entries.
+  """
+  n = inputs[2].shape[-1]  # the mask
   extra = _canonical_length(n) - n
   if not extra:
-    return arrays
-  return tuple(jnp.pad(x, ((0, 0),) + ((0, extra),) * (x.ndim - 1)) for x in arrays)
+    return chunk_fn(*inputs)
+  outputs = chunk_fn(*(jnp.pad(x, ((0, 0),) + ((0, extra),) * (x.ndim - 1)) for x in inputs))
+  return jax.tree.map(lambda x: x[(slice(None),) + (slice(0, n),) * (x.ndim - 1)], outputs)
 
 
 def _exact_padded(inputs, single_root):
   """`_exact_chunk` of a chunk `(arc [k, n, n], root [k, n], mask [k, n])`, run at the canonical length."""
-  n = inputs[-1].shape[-1]
-  log_z, arc_m, root_m = _exact_chunk(*_to_canonical_length(inputs, n), single_root)
-  return log_z, arc_m[:, :n, :n], root_m[:, :n]
+  return _at_canonical_length(lambda *chunk: _exact_chunk(*chunk, single_root), inputs)
 
 
 @functools.lru_cache(maxsize=None)
@@ -769,19 +773,16 @@ class _FlaggedProduct:
 
   def __call__(self, args, constants, directions):
     (arc_scores, root_scores), (mask, flags) = args, constants
-    n = mask.shape[-1]
     flat_directions = tuple(t for direction in directions for t in direction)
 
-    def chunk_product(inputs):
-      padded = _to_canonical_length(inputs, n)
-      pairs = tuple(tuple(padded[3 + i:5 + i]) for i in range(0, len(flat_directions), 2))
-      d_arc, d_root = _exact_chunk_product(*padded[:3], pairs, self.single_root)
-      return d_arc[:, :n, :n], d_root[:, :n]
+    def chunk_product(arc, root, mask, *chunk_directions):
+      pairs = tuple(tuple(chunk_directions[i:i + 2]) for i in range(0, len(chunk_directions), 2))
+      return _exact_chunk_product(arc, root, mask, pairs, self.single_root)
 
     zeros = _inputs.vary_like((jnp.zeros_like(arc_scores), jnp.zeros_like(root_scores)),
                               arc_scores, root_scores, mask, *flat_directions)
-    return _replace_flagged(flags, chunk_product, (arc_scores, root_scores, mask) + flat_directions,
-                            zeros, self.chunk)
+    return _replace_flagged(flags, lambda inputs: _at_canonical_length(chunk_product, inputs),
+                            (arc_scores, root_scores, mask) + flat_directions, zeros, self.chunk)
 
   def __eq__(self, other):
     return type(other) is _FlaggedProduct and (other.single_root, other.chunk) == (self.single_root,
