@@ -884,8 +884,8 @@ def _any_anywhere_vmap(axis_size, in_batched, flags):
 
 
 # Chunks of the exact path. A chunk runs whole however few of its elements are flagged, so one sharp
-# sentence costs one chunk; but every chunk also costs a fixed overhead (at n = 8, 1 / 16 / 128
-# sentences took 0.52 / 0.83 / 6.8 ms; at n = 32, 1 / 4 / 16 took 2.7 / 7.7 / 32 ms: float32, jitted
+# sentence costs one chunk; but every chunk also costs a fixed overhead (at n = 8, 16 / 128
+# sentences took 1.6x / 13x the time of one; at n = 32, 4 / 16 took 2.9x / 12x: float32, jitted
 # `_exact_log_z_and_marginals`, shared 2-core CPU), which many sharp sentences pay once per chunk. So
 # a chunk holds at most 1/_CHUNK_SHARE of the batch (one sharp sentence then adds at most ~1/32 of
 # the batch's sentences' exact work) and at most _CHUNK_WORK n^3 of work (memory and program size).

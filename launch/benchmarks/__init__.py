@@ -81,8 +81,8 @@ def interleaved_medians(calls: Mapping[Any, Callable[[], Any]], repeats: int, *,
   round), so no entry always follows the same one. A rotation of one fixed order (before 2026-11-29)
   did not achieve that: every entry but the round's first followed the same one every round, and the
   first column of the trees benchmark, `trees.marginals`, always ran right after torch-struct's
-  calls. On a 2-core CPU it then took 4.74 ms at 64x64 where the same jitted function with one sharp
-  sentence (strictly more work) took 3.95, and 1.50x inv-AD where a run without torch-struct
+  calls. On a 2-core CPU it then took 1.20x the time of the same jitted function with one sharp
+  sentence (strictly more work) at 64x64, and 1.50x inv-AD where a run without torch-struct
   installed gave 1.09x; on an H200 (2026-11-27) 6.6-9.3x the plain LU at 512x32 / 64x64 but 1.5x at
   32x200 where torch-struct's projective CRF is not timed (README, GPU report). With
   `column_budget_s`, an entry whose timed calls have taken

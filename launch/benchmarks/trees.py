@@ -10,7 +10,7 @@ column once, in its own order), so load changes on a shared machine hit all colu
 whose timed calls have taken `COLUMN_BUDGET_S` in all sits out the later rounds (the row's `timed
 calls` lists it). The torch-struct columns are interleaved among themselves, after the JAX ones: in one
 interleaving with them (2-core CPU, 2026-11-29), the JAX calls that ran after a torch call were
-slowed (512x32 `mst` 51 ms, 43 without torch-struct installed; the first column, `ours marg`, 1.50x
+slowed (512x32 `mst` 1.19x its time without torch-struct installed; the first column, `ours marg`, 1.50x
 inv-AD at 64x64 while it always followed torch calls, 1.09x without them), two runtimes' thread
 pools contending for the cores they had just used:
 
