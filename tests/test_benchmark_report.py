@@ -20,7 +20,7 @@ from launch.benchmarks import report
 from launch.benchmarks import trees as trees_benchmark
 
 # The library as users run it: the exact fallback on (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures('exact_fallback')
+pytestmark = pytest.mark.usefixtures('in_program_exact')
 
 
 def _numbers(report_dict):

@@ -103,9 +103,6 @@ CASES = {
                              '--output={tmp}/out.conllu'],
                             ['input file not found: {tmp}/none.txt']),
     'benchmark unknown name': (['launch.benchmark', 'nope'], ["unknown benchmark 'nope'"]),
-    # The suite sets JAX_STRUCTURED_EXACT_FALLBACK=0 (tests/conftest.py), the children inherit it.
-    'benchmark without the exact fallback': (['launch.benchmark', 'trees'], [
-        'JAX_STRUCTURED_EXACT_FALLBACK=0 is set', 'unset it']),
 }
 
 

@@ -27,7 +27,7 @@ from jax_structured.trees import _hessian_product
 from jax_structured.trees import _matrix_tree
 
 # The library as users run it: the exact fallback on (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures('exact_fallback')
+pytestmark = pytest.mark.usefixtures('in_program_exact')
 
 ROOT_MODES = [True, False]
 # Jitted entry points: one compilation per shape instead of op-by-op dispatch (keeps the tests fast).
@@ -696,31 +696,65 @@ def test_exact_fallback_under_a_user_vmap():
   assert all(brute_force._is_tree(tuple(h)) for h in np.asarray(heads))
 
 
-def test_exact_fallback_off_gives_nan_where_flagged_and_traces_no_exact_path(monkeypatch):
-  """JAX_STRUCTURED_EXACT_FALLBACK=0: the flagged element's results are NaN (never a silently wrong
-  value), every other element's are those of the exact program, and no conditional (the fallback) is
-  traced; any other value than 0 / 1 is an error naming the variable."""
+def test_exact_modes_flag_in_program_and_outside():
+  """`exact=`: 'flag' gives NaN for the flagged element only (never a silently wrong value), zero
+  derivatives there and traces no exact path (no loop, no conditional); 'in_program' traces it and is
+  exact; 'auto' on concrete arrays is exact through two separate programs (the same numbers), and
+  inside a trace is 'flag'; `trees.exact_mode` sets the default; an unknown mode is an error."""
   rng = np.random.default_rng(16)
   arc = rng.normal(size=(3, 6, 6)).astype(np.float32)
   root = rng.normal(size=(3, 6)).astype(np.float32)
   arc[0, 0, 1] = arc[0, 1, 0] = 40.0  # a 2-cycle scored 40: the LU estimate flags element 0 only
-  statistics = lambda a, r: (trees.log_partition(a, r), trees.marginals(a, r), trees.entropy(a, r))
-  assert re.search(r'= cond\[', str(jax.make_jaxpr(statistics)(arc, root)))
-  exact = jax.jit(statistics)(arc, root)
+
+  def statistics(exact):
+    return lambda a, r: (trees.log_partition(a, r, exact=exact), trees.marginals(a, r, exact=exact),
+                         trees.entropy(a, r, exact=exact))
+
+  loops = r'= (cond|while)\['
+  assert re.search(loops, str(jax.make_jaxpr(statistics('in_program'))(arc, root)))
+  exact = jax.jit(statistics('in_program'))(arc, root)
   assert all(np.isfinite(x).all() for x in jax.tree.leaves(exact))
-  monkeypatch.setenv('JAX_STRUCTURED_EXACT_FALLBACK', '0')
-  off = lambda a, r: statistics(a, r)  # a new function: jax.jit caches per function
-  assert not trees.exact_fallback_enabled()
-  assert not re.search(r'= cond\[', str(jax.make_jaxpr(off)(arc, root)))
-  without = jax.jit(off)(arc, root)
-  for e, w in zip(jax.tree.leaves(exact), jax.tree.leaves(without)):
-    assert np.isnan(w[0]).all(), 'the flagged element must be NaN'
-    np.testing.assert_allclose(w[1:], e[1:], rtol=1e-6, atol=1e-7)
-  gradient = jax.jit(jax.grad(lambda a: jnp.sum(trees.marginals(a, root)[0][1:] ** 2)))(arc)
-  assert np.isfinite(gradient[1:]).all()
-  monkeypatch.setenv('JAX_STRUCTURED_EXACT_FALLBACK', 'no')
-  with pytest.raises(ValueError, match='JAX_STRUCTURED_EXACT_FALLBACK=.no.: use 1'):
-    jax.make_jaxpr(lambda a, r: trees.marginals(a, r))(arc, root)
+  for mode in ('flag', 'auto'):
+    assert not re.search(loops, str(jax.make_jaxpr(statistics(mode))(arc, root))), mode
+    flagged = jax.jit(statistics(mode))(arc, root)
+    for e, w in zip(jax.tree.leaves(exact), jax.tree.leaves(flagged)):
+      assert np.isnan(w[0]).all(), 'the flagged element must be NaN'
+      np.testing.assert_allclose(w[1:], e[1:], rtol=1e-6, atol=1e-7)
+  outside = statistics('auto')(arc, root)  # concrete arrays: exact, outside any program
+  for e, o in zip(jax.tree.leaves(exact), jax.tree.leaves(outside)):
+    np.testing.assert_allclose(o, e, rtol=1e-6, atol=1e-7)
+  # 'flag': the flagged element's derivative is zero, never NaN, so a loss that drops it stays finite.
+  keep = lambda m: jnp.sum(jnp.where(jnp.isnan(m), 0.0, m) ** 2)
+  gradient = jax.jit(jax.grad(lambda a: keep(trees.marginals(a, root, exact='flag')[0])))(arc)
+  assert np.isfinite(gradient).all() and not np.asarray(gradient[0]).any()
+  with trees.exact_mode('auto'):  # this module runs under 'in_program' (in_program_exact)
+    assert not re.search(loops, str(jax.make_jaxpr(statistics(None))(arc, root)))
+  with trees.exact_mode('in_program'):
+    assert re.search(loops, str(jax.make_jaxpr(statistics(None))(arc, root)))
+    assert not re.search(loops, str(jax.make_jaxpr(statistics('flag'))(arc, root)))  # the keyword wins
+  with pytest.raises(ValueError, match=r"exact='no': use one of \('auto', 'in_program', 'flag'\)"):
+    trees.marginals(arc, root, exact='no')
+  with pytest.raises(ValueError, match='exact=.outside.'):
+    with trees.exact_mode('outside'):
+      pass
+
+
+def test_outside_path_on_many_flagged_elements_matches_the_program():
+  """'auto' on concrete arrays with more flagged elements than one chunk of the exact program (n = 40:
+  2 per chunk), a leading batch shape of two axes and padding: equal to the in-program results."""
+  rng = np.random.default_rng(3)
+  arc = rng.normal(size=(2, 4, 40, 40)).astype(np.float32)
+  root = rng.normal(size=(2, 4, 40)).astype(np.float32)
+  lengths = np.array([[40, 33, 12, 0], [5, 40, 39, 21]])
+  for b, i in ((0, 0), (0, 1), (1, 1), (1, 2), (1, 3)):
+    arc[b, i, 2, 3] = arc[b, i, 3, 2] = 60.0
+  in_program = jax.jit(lambda a, r, l: trees.marginals(a, r, l, exact='in_program'))(arc, root, lengths)
+  flagged = jax.jit(lambda a, r, l: trees.marginals(a, r, l, exact='flag'))(arc, root, lengths)[0]
+  assert np.isnan(np.asarray(flagged)).any(axis=(-2, -1)).sum() == 5  # the five 2-cycles, nothing else
+  outside = trees.marginals(arc, root, lengths, exact='auto')
+  for o, p in zip(outside, in_program):
+    assert np.isfinite(o).all()
+    np.testing.assert_allclose(np.asarray(o), np.asarray(p), rtol=1e-6, atol=1e-7)
 
 
 def test_exact_path_memory_is_that_of_the_lu_path():
@@ -987,7 +1021,7 @@ def test_bad_input_errors():
     trees.score(arc, np.zeros((2, 3)), np.zeros((2, 4), np.int32))
   with pytest.raises(ValueError, match='num_samples'):
     trees.sample(jax.random.key(0), arc, np.zeros((2, 3)), num_samples=0)
-  assert _matrix_tree.__all__ == ['entropy', 'exact_fallback_enabled', 'kl_divergence', 'log_partition',
+  assert _matrix_tree.__all__ == ['EXACT_MODES', 'entropy', 'exact_mode', 'kl_divergence', 'log_partition',
                                   'log_prob', 'marginals', 'sample', 'score']
 
 

@@ -221,8 +221,6 @@ def test_divergence_stops_before_saving(tmp_path):
   with pytest.raises(FloatingPointError, match=r'training diverged: train/loss = nan[^.]* over steps 2-2\. '
                                                r'Nothing after step 1 was saved') as raised:
     training.train_and_evaluate(config, workdir)
-  # The suite runs without the matrix-tree exact fallback (tests/conftest.py): the error says so.
-  assert 'JAX_STRUCTURED_EXACT_FALLBACK=0 is set: a sentence whose matrix-tree marginals' in str(raised.value)
   assert training.load_trained(workdir, 'latest').step == 1
   # The failed run closed its event writer: step 1's loss is on disk, no writer thread is left.
   assert [s for s, _ in support.read_scalars(workdir)['train/loss']] == [1]

@@ -12,7 +12,7 @@ from jax.sharding import Mesh, PartitionSpec as P
 from jax_structured import trees
 
 # The library as users run it: the exact fallback on (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures('exact_fallback')
+pytestmark = pytest.mark.usefixtures('in_program_exact')
 
 FUNCTIONS = {
     'log_partition': lambda a, r, l: trees.log_partition(a, r, l),

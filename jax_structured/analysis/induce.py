@@ -17,6 +17,7 @@ This module sits above `training` (it restores trained workdirs); `training.trai
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Mapping, Optional, Sequence
@@ -27,6 +28,7 @@ import numpy as np
 
 from jax_structured import training
 from jax_structured import trees
+from jax_structured.nn import exactness
 from jax_structured.nn import intermediates as intermediates_lib
 from jax_structured.viz import induce as viz_induce
 
@@ -74,15 +76,25 @@ def decode_levels(found: Mapping[str, Any], *, single_root: bool = True) -> dict
 
 
 def make_decoder(model, *, single_root: bool = True):
-  """A jitted `fn(variables, batch) -> (logits, {prefix: decoded level})` for `model`."""
-  @jax.jit
-  def decode_batch(variables, batch):
-    logits, state = model.apply(variables, batch, train=False, mutable=['intermediates'])
-    found = intermediates_lib.find_intermediates(state.get('intermediates', {}))
-    found = {k: (v[-1] if isinstance(v, tuple) else v) for k, v in found.items()}
-    return logits, decode_levels(found, single_root=single_root)
+  """A `fn(variables, batch) -> (logits, {prefix: decoded level})` for `model`: one jitted program
+  with the trees functions' LU path only over the batch, and for the examples with a flagged tree
+  (`nn.exactness`) a second one under `trees.exact_mode('in_program')` over those only (compiled the
+  first time one is flagged; `training.parallel.with_exact_rows`)."""
+  def decode(variables, batch, exact):
+    batch_size = next(v for v in jax.tree.leaves(batch) if jnp.ndim(v)).shape[0]
+    mutable = ['intermediates'] if exact else ['intermediates', exactness.FLAGGED]
+    with trees.exact_mode('in_program' if exact else 'flag'):
+      logits, state = model.apply(variables, batch, train=False, mutable=mutable)
+      found = intermediates_lib.find_intermediates(state.get('intermediates', {}))
+      found = {k: (v[-1] if isinstance(v, tuple) else v) for k, v in found.items()}
+      levels = decode_levels(found, single_root=single_root)
+    if exact:
+      return logits, levels
+    return (logits, levels), exactness.example_flags(state.get(exactness.FLAGGED, {}), batch_size)
 
-  return decode_batch
+  hot = jax.jit(functools.partial(decode, exact=False))
+  exact = jax.jit(functools.partial(decode, exact=True))
+  return lambda variables, batch: training.parallel.with_exact_rows(hot, exact, variables, batch)
 
 
 # --- statistics (Tables 5 and 6) --------------------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy as np
 
 from jax_structured import errors
 from jax_structured import training
+from jax_structured import trees
 from jax_structured.data import batching
 
 
@@ -55,8 +56,11 @@ def translate_lines(trained: Any, lines: Sequence[str], *, beam_size: int = 10,
     groups[batching.bucket_length(len(ids), batching.DEFAULT_BOUNDARIES)].append(i)
 
   def run(variables, source, lengths):
-    return trained.model.apply(variables, {'source': source, 'source_lengths': lengths}, beam_size,
-                               method='translate')
+    # A latent-tree encoder's flagged sentences by the exact path in this program: a translation
+    # program is not run per training step (trees.exact_mode).
+    with trees.exact_mode('in_program'):
+      return trained.model.apply(variables, {'source': source, 'source_lengths': lengths}, beam_size,
+                                 method='translate')
 
   run = jax.jit(run)
   out = [''] * len(lines)

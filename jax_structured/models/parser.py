@@ -135,7 +135,8 @@ def local_arc_nll(arc_scores: Array, root_scores: Array, heads: Array, lengths: 
   return jnp.where(word_mask(lengths, n), nll, 0.0)
 
 
-def crf_arc_nll(arc_scores: Array, root_scores: Array, heads: Array, lengths: Array) -> Array:
+def crf_arc_nll(arc_scores: Array, root_scores: Array, heads: Array, lengths: Array,
+                log_z: Array | None = None) -> Array:
   """-log P(gold tree) under the single-root non-projective tree CRF (Koo et al. 2007).
 
   log Z by the matrix-tree theorem (`trees.log_partition`, single root: Koo et al. 2007, Liu &
@@ -144,13 +145,21 @@ def crf_arc_nll(arc_scores: Array, root_scores: Array, heads: Array, lengths: Ar
   Args:
     arc_scores: float[B, n, n]; root_scores: float[B, n]; heads: int[B, n] (-1 = ROOT, gold tree);
     lengths: int[B] (>= 1).
+    log_z: float[B] log Z when the caller computed it (`loss_and_metrics`); None: computed here.
 
   Returns:
     float[B]: the negative log-likelihood of each sentence's gold tree.
   """
-  log_z = trees.log_partition(arc_scores, root_scores, lengths, single_root=True)
+  if log_z is None:
+    log_z = trees.log_partition(arc_scores, root_scores, lengths, single_root=True)
   gold = trees.score(arc_scores, root_scores, heads, lengths)
   return log_z - gold
+
+
+def crf_log_partition(outputs: Mapping[str, Array], lengths: Array) -> Array:
+  """float[B] log Z of the tree CRF over the model's scores (`trees.log_partition`, single root):
+  NaN for a sentence the LU error estimate flags inside a traced program (`nn.exactness`)."""
+  return trees.log_partition(outputs['arc_scores'], outputs['root_scores'], lengths, single_root=True)
 
 
 def decode(outputs: Mapping[str, Array], lengths: Array) -> tuple[Array, Array]:
@@ -179,7 +188,7 @@ def _masked_ce(logits: Array, targets: Array) -> Array:
 
 
 def loss_and_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array], *,
-                     loss: str = 'crf', tag_loss_weight: float = 1.0
+                     loss: str = 'crf', tag_loss_weight: float = 1.0, log_z: Array | None = None
                      ) -> tuple[Array, dict[str, tuple[Array, Array]]]:
   """Parser objective for one batch (per real word), with its parts as (sum, count) metrics.
 
@@ -188,6 +197,7 @@ def loss_and_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array], *
     batch: a 'parse' batch (docs/internals.md): heads, relations, tags, lengths [B], example_mask [B].
     loss: 'crf' or 'local' (module docstring); both add the relation CE at the gold heads.
     tag_loss_weight: weight of the UPOS tagging cross-entropy (0 = off).
+    log_z: float[B] log Z of the CRF when the caller computed it (`crf_log_partition`).
 
   Returns:
     (loss: scalar = 'loss' sum / number of real words; {name: (sum, count)} with 'loss', 'arc_nll',
@@ -204,7 +214,7 @@ def loss_and_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array], *
 
   metrics = {}
   if loss == 'crf':
-    sentence_nll = crf_arc_nll(arc_scores, root_scores, heads, lengths)
+    sentence_nll = crf_arc_nll(arc_scores, root_scores, heads, lengths, log_z)
     arc_sum = jnp.where(example_mask, sentence_nll, 0.0).sum()
     metrics['sentence_nll'] = (arc_sum, example_mask.sum())
   else:

@@ -6,6 +6,7 @@ from jax_structured.nn.attention import IntraAttention
 from jax_structured.nn.attention import inter_attention
 from jax_structured.nn.attention import intra_attention
 from jax_structured.nn.attention import masked_softmax
+from jax_structured.nn import exactness
 from jax_structured.nn.embedding import WordEmbedding
 from jax_structured.nn.embedding import pretrained_init
 from jax_structured.nn.intermediates import find_intermediates
@@ -36,5 +37,5 @@ __all__ = [
     'Pooling', 'StructuredAttention', 'WordEmbedding', 'inter_attention', 'intra_attention',
     'local_head_marginals', 'masked_fill', 'masked_max', 'masked_mean', 'masked_softmax',
     'masked_sum', 'normalize_attention', 'pair_mask', 'pretrained_init', 'sequence_mask',
-    'split_directions', 'StackedLSTMN', 'lstmn_scan', 'find_intermediates',
+    'split_directions', 'StackedLSTMN', 'lstmn_scan', 'find_intermediates', 'exactness',
 ]

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_structured import trees
+from jax_structured.nn import exactness
 from jax_structured.nn import masks
 
 TREES = ('none', 'supervised', 'latent')
@@ -237,6 +238,8 @@ class LatentTree(nn.Module):
     lengths = jnp.asarray(lengths, jnp.int32)
     arc_marginals, root_marginals = trees.marginals(arc_scores, root_scores, lengths,
                                                     single_root=self.single_root)
+    arc_marginals, root_marginals = exactness.defer_marginals(self, arc_marginals, root_marginals,
+                                                              sow_splits=sow_splits)
     sown = (('arc_scores', arc_scores), ('root_scores', root_scores), ('lengths', lengths),
             ('arc_marginals', arc_marginals), ('root_marginals', root_marginals))
     sow(self, sown, sow_prefix, sow_splits)

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from jax_structured import trees
 from jax_structured.nn import attention
+from jax_structured.nn import exactness
 from jax_structured.nn import masks
 from jax_structured.nn import rnn
 
@@ -126,6 +127,9 @@ class StructuredAttention(nn.Module):
     root_scores = nn.Dense(1, use_bias=False, name='root')(structure)[..., 0]  # f_i^r, eq. 11
     arc_marginals, root_marginals = normalize(arc_scores, root_scores, lengths, self.normalizer,
                                               single_root=self.single_root)  # eqs. 12-15
+    if self.normalizer == 'matrix_tree':  # flagged trees: recomputed by the caller (nn.exactness)
+      arc_marginals, root_marginals = exactness.defer_marginals(self, arc_marginals, root_marginals,
+                                                                sow_splits=sow_splits)
     root_embedding = self.param('root_embedding', nn.initializers.normal(stddev=0.1), (k_e,))
     parents = (jnp.einsum('...ki,...kd->...id', arc_marginals, semantic)
                + root_marginals[..., None] * root_embedding.astype(semantic.dtype))  # p_i, eq. 16

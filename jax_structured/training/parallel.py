@@ -52,13 +52,25 @@ class Runner:
   `check_vma=True`); the steps make every output replicated themselves (psum / pmean), which the
   equivalence tests check.
 
+  The train and eval programs hold the trees functions' LU path only (`nn.exactness`). A train step
+  whose batch has examples with flagged trees is completed by `finish_train`: the flagged examples are
+  gathered into a small batch on the host and their gradient computed by the exact program, then one
+  update applies both; evaluation adds the exact program's metric sums of its flagged examples. The
+  exact programs are compiled the first time they are needed (once per sub-batch shape).
+
   Args:
     mode: 'shard_map' (default), 'pmap', or 'none' (one device: a mesh of size 1).
     train_step: `steps.train_step` with everything but (state, batch, rng) bound.
     eval_step: `steps.eval_step` with everything but (state, batch) bound.
+    exact_gradients, apply_combined, exact_eval_step: `steps.exact_gradients` (state, batch, rng),
+      `steps.apply_combined` (state, hot grads, hot count, exact grads, exact count) and
+      `steps.eval_step` with `exact=True` (state, batch), bound like the others (`model_steps` binds
+      all five); without them a flagged example is an error.
   """
 
-  def __init__(self, mode: str, train_step: Callable, eval_step: Callable):
+  def __init__(self, mode: str, train_step: Callable, eval_step: Callable, *,
+               exact_gradients: Callable | None = None, apply_combined: Callable | None = None,
+               exact_eval_step: Callable | None = None):
     self.mode = mode
     # Seconds spent in calls that compiled a step for a new batch shape (such a call is waited for,
     # so its time is the compilation plus one step): progress reports leave it out of steps/s.
@@ -68,18 +80,26 @@ class Runner:
     self.replicated = NamedSharding(self.mesh, P())
     self.batch_sharding = NamedSharding(self.mesh, P(AXIS))
     self.num_shards = self.mesh.devices.size  # global number of data shards
+    self._has_exact = None not in (exact_gradients, apply_combined, exact_eval_step)
     if mode == 'pmap':
       self.local_devices = jax.local_devices()
       local_mesh = jax.sharding.Mesh(np.asarray(self.local_devices), ('local',))
       self.stacked = NamedSharding(local_mesh, P('local'))
       self._train = jax.pmap(train_step, axis_name=AXIS, in_axes=(0, 0, None), donate_argnums=(0,))
       self._eval = jax.pmap(eval_step, axis_name=AXIS, in_axes=(0, 0))
+      if self._has_exact:
+        self._exact_gradients = jax.pmap(exact_gradients, axis_name=AXIS, in_axes=(0, 0, None))
+        self._apply_combined = jax.pmap(apply_combined, axis_name=AXIS, donate_argnums=(0,))
+        self._exact_eval = jax.pmap(exact_eval_step, axis_name=AXIS, in_axes=(0, 0))
     else:
-      self._train = jax.jit(jax.shard_map(train_step, mesh=self.mesh, in_specs=(P(), P(AXIS), P()),
-                                          out_specs=(P(), P()), check_vma=False),
-                            donate_argnums=(0,))
-      self._eval = jax.jit(jax.shard_map(eval_step, mesh=self.mesh, in_specs=(P(), P(AXIS)),
-                                         out_specs=P(), check_vma=False))
+      shard = lambda fn, in_specs, out_specs: jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs,
+                                                            out_specs=out_specs, check_vma=False)
+      self._train = jax.jit(shard(train_step, (P(), P(AXIS), P()), (P(), P(), P())), donate_argnums=(0,))
+      self._eval = jax.jit(shard(eval_step, (P(), P(AXIS)), (P(), P())))
+      if self._has_exact:
+        self._exact_gradients = jax.jit(shard(exact_gradients, (P(), P(AXIS), P()), (P(), P(), P())))
+        self._apply_combined = jax.jit(shard(apply_combined, (P(),) * 5, (P(), P())), donate_argnums=(0,))
+        self._exact_eval = jax.jit(shard(exact_eval_step, (P(), P(AXIS)), (P(), P())))
 
   # --- states -------------------------------------------------------------------------------------
   def canonical(self, state: Any) -> Any:
@@ -133,9 +153,10 @@ class Runner:
 
   # --- steps --------------------------------------------------------------------------------------
   def _timed_if_new(self, name: str, fn: Callable, *args) -> Any:
-    """`fn(*args)`; the first call with a batch shape (args[1]) is waited for and its time added to
-    `compile_seconds`."""
-    key = (name,) + tuple(sorted((k, tuple(v.shape), str(v.dtype)) for k, v in args[1].items()))
+    """`fn(*args)`; the first call with a batch shape (the shapes of args[1]) is waited for and its time
+    added to `compile_seconds`."""
+    key = (name,) + tuple((jax.tree_util.keystr(path), tuple(np.shape(v)), str(v.dtype))
+                          for path, v in jax.tree_util.tree_flatten_with_path(args[1])[0])
     if key in self._compiled:
       return fn(*args)
     start = time.perf_counter()
@@ -145,16 +166,72 @@ class Runner:
     return out
 
   def train(self, state: Any, batch: Mapping[str, Any], rng: jax.Array) -> tuple[Any, Any]:
-    state, metrics = self._timed_if_new('train', self._train, state, batch, rng)
+    """One whole train step: `start_train` then `finish_train` (waits for the step)."""
+    return self.finish_train(*self.start_train(state, batch, rng), batch, rng)
+
+  def start_train(self, state: Any, batch: Mapping[str, Any], rng: jax.Array) -> tuple[Any, Any, Any]:
+    """Dispatches the train program; returns (state, metrics, pending) for `finish_train`. The state is
+    final unless the batch had flagged examples (`steps.train_step`)."""
+    state, metrics, pending = self._timed_if_new('train', self._train, state, batch, rng)
     if self.mode == 'pmap':
       metrics = jax.tree.map(lambda x: x[0], metrics)
-    return state, metrics
+    return state, metrics, pending
+
+  def finish_train(self, state: Any, metrics: Any, pending: Any, batch: Mapping[str, Any],
+                   rng: jax.Array) -> tuple[Any, Any]:
+    """Completes a step `start_train` dispatched: reads its number of flagged examples (waits for the
+    step); when there are any, computes their gradient with the exact program and applies one update
+    with both. Returns (state, metrics)."""
+    num_flagged = int(self._first(pending['num_flagged']))
+    if not num_flagged:
+      return state, metrics
+    self._require_exact()
+    sub_batch = flagged_rows(self._host_batch(batch), self._first(pending['flagged']), self.num_shards)
+    device_sub_batch = self.shard_batch(sub_batch)
+    grads, count, exact_metrics = self._timed_if_new('exact gradients', self._exact_gradients, state,
+                                                     device_sub_batch, rng)
+    state, step_metrics = self._timed_if_new(
+        'apply combined', self._apply_combined, state, pending['grads'], pending['count'], grads, count)
+    extra = {**exact_metrics, **step_metrics}
+    if self.mode == 'pmap':
+      extra = jax.tree.map(lambda x: x[0], extra)
+    return state, add_metrics(metrics, extra)
 
   def evaluate(self, state: Any, batch: Mapping[str, Any]) -> Any:
-    metrics = self._timed_if_new('eval', self._eval, state, batch)
+    """Metric sums of one batch; the examples with flagged trees by the exact program."""
+    metrics, flagged = self._timed_if_new('eval', self._eval, state, batch)
+    flagged = self._first(flagged)
     if self.mode == 'pmap':
       metrics = jax.tree.map(lambda x: x[0], metrics)
-    return metrics
+    if not flagged.any():
+      return metrics
+    self._require_exact()
+    sub_batch = self.shard_batch(flagged_rows(self._host_batch(batch), flagged, self.num_shards))
+    exact_metrics, _ = self._timed_if_new('exact eval', self._exact_eval, state, sub_batch)
+    if self.mode == 'pmap':
+      exact_metrics = jax.tree.map(lambda x: x[0], exact_metrics)
+    return add_metrics(metrics, exact_metrics)
+
+  def _first(self, x: Any) -> np.ndarray:
+    """A host copy of a replicated output (pmap: of the first local device's copy)."""
+    x = _host(x)
+    return x[0] if self.mode == 'pmap' else x
+
+  def _host_batch(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The global numpy batch of a device batch from `shard_batch` (one process)."""
+    if jax.process_count() > 1:
+      raise NotImplementedError('gathering the flagged examples of a multi-process batch is not '
+                                'implemented: train with one process per host group, or with '
+                                "trees.exact_mode('in_program') in the model")
+    if self.mode == 'pmap':
+      return {k: np.asarray(v).reshape((-1,) + v.shape[2:]) for k, v in batch.items()}
+    return {k: np.asarray(v) for k, v in batch.items()}
+
+  def _require_exact(self) -> None:
+    if not self._has_exact:
+      raise ValueError('a batch has examples whose matrix-tree results the LU error estimate flagged, '
+                       'and this Runner has no exact programs: build it with '
+                       '`Runner(mode, **parallel.model_steps(...))`')
 
   def put_rng(self, rng: jax.Array) -> jax.Array:
     if self.mode == 'pmap':
@@ -164,3 +241,70 @@ class Runner:
 
 def bind(fn: Callable, **kwargs) -> Callable:
   return functools.partial(fn, **kwargs)
+
+
+def model_steps(apply_fn: Callable, task: Any, tx: Any, embed_mask: Any,
+                project: Callable | None = None) -> dict[str, Callable]:
+  """The five step functions of a Runner for one model and task (`Runner(mode, **model_steps(...))`)."""
+  from jax_structured.training import steps  # pylint: disable=g-import-not-at-top
+  update = dict(tx=tx, embed_mask=embed_mask, project=project)
+  return {'train_step': bind(steps.train_step, apply_fn=apply_fn, task=task, **update),
+          'eval_step': bind(steps.eval_step, apply_fn=apply_fn, task=task),
+          'exact_gradients': bind(steps.exact_gradients, apply_fn=apply_fn, task=task),
+          'apply_combined': bind(steps.apply_combined, **update),
+          'exact_eval_step': bind(steps.eval_step, apply_fn=apply_fn, task=task, exact=True)}
+
+
+def add_metrics(a: Mapping[str, tuple], b: Mapping[str, tuple]) -> dict[str, tuple]:
+  """{metric: (sum, count)} of two parts of a batch, added (a metric in one part only is kept)."""
+  out = dict(a)
+  for k, (s, c) in b.items():
+    out[k] = (out[k][0] + s, out[k][1] + c) if k in out else (s, c)
+  return out
+
+
+def flagged_rows(batch: Mapping[str, np.ndarray], flagged: np.ndarray, multiple: int) -> dict[str, np.ndarray]:
+  """The examples `flagged` (bool [B]) of a global numpy batch, as a batch of their own.
+
+  Its size is the power of two at or above their number, at least and a multiple of `multiple` (the
+  data shards), so that few shapes compile; the slots past the flagged examples repeat them with
+  `example_mask` 0. Arrays without the batch axis (and the other axes) are kept as they are.
+  """
+  rows = np.flatnonzero(flagged)
+  size = max(multiple, 1 << max(0, rows.size - 1).bit_length())
+  size = -(-size // multiple) * multiple
+  slots = np.resize(rows, size)
+  batch_size = flagged.shape[0]
+  out = {k: (np.asarray(v)[slots] if np.ndim(v) and np.shape(v)[0] == batch_size else v)
+         for k, v in batch.items()}
+  mask = np.asarray(batch['example_mask'])[slots] if 'example_mask' in batch else np.ones(size, np.float32)
+  out['example_mask'] = np.where(np.arange(size) < rows.size, mask, np.zeros_like(mask))
+  return out
+
+
+def with_exact_rows(hot: Callable, exact: Callable, variables: Any, batch: Mapping[str, Any]) -> Any:
+  """`hot(variables, batch)` outputs, with the examples it flags recomputed by `exact`.
+
+  For programs over a model outside training (`analysis.induce`): `hot` is the program with the trees
+  functions' LU path only, returning (outputs, flagged bool [B]) (`nn.exactness.example_flags`);
+  `exact` the same under `trees.exact_mode('in_program')`, returning outputs, run on the flagged
+  examples only (`flagged_rows`). Every output leaf must be example-major (leading size a multiple
+  of B, the `nn.exactness` contract).
+  """
+  outputs, flagged = hot(variables, batch)
+  flagged = np.asarray(flagged)
+  if not flagged.any():
+    return outputs
+  host_batch = {k: np.asarray(v) for k, v in batch.items()}
+  rows = np.flatnonzero(flagged)
+  exact_outputs = exact(variables, flagged_rows(host_batch, flagged, 1))
+  size = flagged.shape[0]
+
+  def merge(h, e):
+    h, e = np.array(h), np.asarray(e)
+    per = h.shape[0] // size
+    merged = h.reshape((size, per) + h.shape[1:])
+    merged[rows] = e.reshape((-1, per) + e.shape[1:])[:rows.size]
+    return merged.reshape(h.shape)
+
+  return jax.tree.map(merge, outputs, exact_outputs)

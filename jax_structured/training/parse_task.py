@@ -5,6 +5,7 @@ above `models`; the pure loss and metric functions it calls stay in `models.pars
 `training/__init__.py` imports this module, which registers the task.
 """
 from jax_structured.models import parser
+from jax_structured.nn import exactness
 from jax_structured.training import tasks
 
 
@@ -44,6 +45,18 @@ class ParseTask(tasks.Task):
     """(loss, {'loss', 'arc_nll', 'rel_nll', 'tag_nll', ...: (sum, count)}) for one batch."""
     return parser.loss_and_metrics(outputs, batch, loss=self.loss,
                                    tag_loss_weight=self.tag_loss_weight)
+
+  def deferred_loss_and_metrics(self, outputs, batch, flagged):
+    """`loss_and_metrics` without the `flagged` examples and the sentences whose CRF log Z the LU
+    error estimate flags (`nn.exactness`; recomputed by the training step's exact program)."""
+    if self.loss != 'crf':
+      return super().deferred_loss_and_metrics(outputs, batch, flagged)
+    log_z, own = exactness.defer_log_partition(parser.crf_log_partition(outputs, batch['lengths']))
+    flagged = flagged | (own & (tasks.example_weights(batch) > 0))
+    loss, metrics = parser.loss_and_metrics(outputs, tasks.without_examples(batch, flagged),
+                                            loss=self.loss, tag_loss_weight=self.tag_loss_weight,
+                                            log_z=log_z)
+    return loss, metrics, flagged
 
   def eval_metrics(self, outputs, batch, intermediates=None):
     """UAS/LAS (+ punctuation-free, UPOS accuracy) of Chu-Liu-Edmonds trees, decoded on device."""

@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jax_structured import trees
+from jax_structured.nn import exactness
 from jax_structured.training import tasks as tasks_lib
 
 
@@ -49,11 +51,50 @@ def _sum_metrics(metrics, axis_name):
   return {k: (jax.lax.psum(s, axis_name), jax.lax.psum(c, axis_name)) for k, (s, c) in metrics.items()}
 
 
+def _example_count(batch: Mapping[str, jax.Array]) -> int:
+  return tasks_lib.example_weights(batch).shape[0]
+
+
+def _gradient_weight(count, axis_name):
+  """count * num_shards / total: `pmean` of the weighted shard gradients of mean losses is the
+  gradient of the mean loss of the global batch (padding-only shards weigh 0). Returns (weight,
+  total)."""
+  count = jnp.asarray(count, jnp.float32)
+  total = jax.lax.psum(count, axis_name)
+  num_shards = jax.lax.psum(jnp.ones((), jnp.float32), axis_name)
+  return count * num_shards / jnp.maximum(total, 1.0), total
+
+
+def _apply_gradients(state: TrainState, grads: Any, *, tx: optax.GradientTransformation, embed_mask: Any,
+                     project: Optional[Callable[[Any], Any]]) -> tuple[TrainState, jax.Array]:
+  """One optimizer update with the global mean gradient `grads`; returns (new state, grad norm)."""
+  grads = jax.tree.map(lambda g, e: g * state.embed_scale.astype(g.dtype) if e else g, grads, embed_mask)
+  updates, opt_state = tx.update(grads, state.opt_state, state.params)
+  updates = jax.tree.map(lambda u: u * state.lr_scale.astype(u.dtype), updates)
+  params = optax.apply_updates(state.params, updates)
+  if project is not None:
+    params = project(params)
+  new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
+  return new_state, optax.tree.norm(grads)
+
+
+def _dropout_key(rng, step, axis_name):
+  return jax.random.fold_in(jax.random.fold_in(rng, step), jax.lax.axis_index(axis_name))
+
+
 def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array, *,
                apply_fn: Callable, task: tasks_lib.Task, tx: optax.GradientTransformation,
                embed_mask: Any, axis_name: str = 'data', project: Optional[Callable[[Any], Any]] = None,
-               ) -> tuple[TrainState, dict[str, Any]]:
-  """One synchronous data-parallel SGD step on this shard's part of the global batch.
+               ) -> tuple[TrainState, dict[str, Any], dict[str, Any]]:
+  """One synchronous data-parallel SGD step on this shard's part of the global batch; the program
+  holds the LU path of the trees functions only (`nn.exactness`).
+
+  The model runs with the `FLAGGED` collection mutable: the examples with a tree that the LU error
+  estimate flagged (rare: sharp scores) get weight 0 in the loss, and are listed in `pending`. When
+  none is flagged anywhere, the update is applied here. Otherwise the state is returned unchanged
+  and the caller completes the step (`Runner.complete_train_step`): the flagged examples' gradient by
+  `exact_gradients` (the exact path, in a separate program), then one update with both
+  (`apply_combined`); losses are sums over examples, so the split is exact.
 
   The shard's gradient of its mean loss is weighted by count_shard * num_shards / count_total
   (counts of real examples/tokens from the task's `'loss'` metric), so `pmean` over `axis_name`
@@ -74,45 +115,106 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
       `optimizers.projection`); None: none.
 
   Returns:
-    (new state, {metric: (sum, count)} summed over shards, plus 'grad_norm': (norm, 1)).
+    (new state, {metric: (sum, count)} summed over shards, with 'grad_norm': (norm, 1) when the update
+    was applied here (0, 0 otherwise) and 'flagged_examples': (number flagged, number of examples),
+    pending: {'grads': the global mean gradient of the other examples, 'count': their loss count,
+    'flagged': bool [B global] (replicated), 'num_flagged': int32 []}).
   """
-  rng = jax.random.fold_in(jax.random.fold_in(rng, state.step), jax.lax.axis_index(axis_name))
+  rng = _dropout_key(rng, state.step, axis_name)
   batch = {**batch, 'step': state.step}  # int32 []: schedules inside models (e.g. Luo & Zhu's slope)
+  batch_size = _example_count(batch)
 
   def loss_fn(params):
-    outputs = apply_fn({'params': params, **state.model_state}, batch, train=True,
-                       rngs={'dropout': rng})
-    return task.loss_and_metrics(outputs, batch)
+    outputs, flags = apply_fn({'params': params, **state.model_state}, batch, train=True,
+                              rngs={'dropout': rng}, mutable=[exactness.FLAGGED])
+    flagged = exactness.example_flags(flags, batch_size)
+    loss, metrics, flagged = task.deferred_loss_and_metrics(outputs, batch, flagged)
+    return loss, (metrics, flagged)
+
+  (_, (metrics, flagged)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+  weight, total = _gradient_weight(metrics['loss'][1], axis_name)
+  grads = jax.lax.pmean(jax.tree.map(lambda g: g * weight.astype(g.dtype), grads), axis_name)
+  num_flagged = jax.lax.psum(jnp.sum(flagged, dtype=jnp.int32), axis_name)
+  updated, grad_norm = _apply_gradients(state, grads, tx=tx, embed_mask=embed_mask, project=project)
+  clean = num_flagged == 0
+  # A select, not a lax.cond: on a GPU a conditional's predicate is read on the host.
+  new_state = jax.tree.map(lambda new, old: jnp.where(clean, new, old), updated, state)
+  metrics = _sum_metrics(metrics, axis_name)
+  metrics['grad_norm'] = (jnp.where(clean, grad_norm, 0.0), clean.astype(jnp.float32))
+  real = jnp.sum(tasks_lib.example_weights(batch) > 0, dtype=jnp.float32)
+  metrics['flagged_examples'] = (num_flagged.astype(jnp.float32), jax.lax.psum(real, axis_name))
+  pending = {'grads': grads, 'count': total,
+             'flagged': jax.lax.all_gather(flagged, axis_name, tiled=True), 'num_flagged': num_flagged}
+  return new_state, metrics, pending
+
+
+def exact_gradients(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array, *,
+                    apply_fn: Callable, task: tasks_lib.Task, axis_name: str = 'data',
+                    ) -> tuple[Any, jax.Array, dict[str, Any]]:
+  """The gradient of the mean loss of `batch` (the flagged examples of a train step, gathered by the
+  caller) with the trees functions' exact path in the program (`trees.exact_mode('in_program')`).
+
+  Returns:
+    (global mean gradient, global loss count, {metric: (sum, count)} summed over shards).
+  """
+  rng = _dropout_key(rng, state.step, axis_name)
+  batch = {**batch, 'step': state.step}
+
+  def loss_fn(params):
+    with trees.exact_mode('in_program'):
+      outputs = apply_fn({'params': params, **state.model_state}, batch, train=True,
+                         rngs={'dropout': rng})
+      return task.loss_and_metrics(outputs, batch)
 
   (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-  count = jnp.asarray(metrics['loss'][1], jnp.float32)
-  total = jax.lax.psum(count, axis_name)
-  num_shards = jax.lax.psum(jnp.ones((), jnp.float32), axis_name)
-  weight = count * num_shards / jnp.maximum(total, 1.0)
-  grads = jax.tree.map(lambda g: g * weight.astype(g.dtype), grads)
-  grads = jax.lax.pmean(grads, axis_name)
-  grads = jax.tree.map(lambda g, e: g * state.embed_scale.astype(g.dtype) if e else g, grads, embed_mask)
-  updates, opt_state = tx.update(grads, state.opt_state, state.params)
-  updates = jax.tree.map(lambda u: u * state.lr_scale.astype(u.dtype), updates)
-  params = optax.apply_updates(state.params, updates)
-  if project is not None:
-    params = project(params)
-  metrics = _sum_metrics(metrics, axis_name)
-  metrics['grad_norm'] = (optax.tree.norm(grads), jnp.ones((), jnp.float32))
-  new_state = state.replace(step=state.step + 1, params=params, opt_state=opt_state)
-  return new_state, metrics
+  weight, total = _gradient_weight(metrics['loss'][1], axis_name)
+  grads = jax.lax.pmean(jax.tree.map(lambda g: g * weight.astype(g.dtype), grads), axis_name)
+  return grads, total, _sum_metrics(metrics, axis_name)
+
+
+def apply_combined(state: TrainState, hot_grads: Any, hot_count: jax.Array, exact_grads: Any,
+                   exact_count: jax.Array, *, tx: optax.GradientTransformation, embed_mask: Any,
+                   project: Optional[Callable[[Any], Any]] = None) -> tuple[TrainState, dict[str, Any]]:
+  """One update with the gradient of the whole batch's mean loss, from the mean gradients of its two
+  parts (`train_step`'s pending gradient and `exact_gradients`), weighted by their loss counts.
+
+  Returns:
+    (new state, {'grad_norm': (norm, 1)}).
+  """
+  total = jnp.maximum(hot_count + exact_count, 1.0)
+  grads = jax.tree.map(lambda a, b: (a * (hot_count / total).astype(a.dtype)
+                                     + b * (exact_count / total).astype(b.dtype)), hot_grads, exact_grads)
+  state, grad_norm = _apply_gradients(state, grads, tx=tx, embed_mask=embed_mask, project=project)
+  return state, {'grad_norm': (grad_norm, jnp.ones((), jnp.float32))}
 
 
 def eval_step(state: TrainState, batch: Mapping[str, jax.Array], *, apply_fn: Callable,
-              task: tasks_lib.Task, axis_name: str = 'data') -> dict[str, Any]:
+              task: tasks_lib.Task, axis_name: str = 'data', exact: bool = False,
+              ) -> tuple[dict[str, Any], jax.Array]:
   """Metric sums of one evaluation batch shard (loss, task metrics, UAS of induced trees).
 
+  With `exact` False (the evaluation loop's program), the trees functions run their LU path only and
+  the examples with a flagged tree are left out (`nn.exactness`); the caller evaluates them with
+  `exact=True` (`trees.exact_mode('in_program')`, a separate program) and adds the sums.
+
   Returns:
-    {metric: (sum, count)} summed over `axis_name`.
+    ({metric: (sum, count)} summed over `axis_name`, flagged bool [B global] (replicated; all False
+    with `exact`)).
   """
-  outputs, mutated = apply_fn({'params': state.params, **state.model_state}, batch, train=False,
-                              mutable=['intermediates'])
-  _, metrics = task.loss_and_metrics(outputs, batch)
-  metrics = dict(metrics)
-  metrics.update(task.eval_metrics(outputs, batch, mutated.get('intermediates', {})))
-  return _sum_metrics(metrics, axis_name)
+  batch_size = _example_count(batch)
+  variables = {'params': state.params, **state.model_state}
+  if exact:
+    with trees.exact_mode('in_program'):
+      outputs, mutated = apply_fn(variables, batch, train=False, mutable=['intermediates'])
+      _, metrics = task.loss_and_metrics(outputs, batch)
+      metrics = dict(metrics)
+      metrics.update(task.eval_metrics(outputs, batch, mutated.get('intermediates', {})))
+    flagged = jnp.zeros((batch_size,), bool)
+  else:
+    outputs, mutated = apply_fn(variables, batch, train=False, mutable=['intermediates', exactness.FLAGGED])
+    flagged = exactness.example_flags(mutated.get(exactness.FLAGGED, {}), batch_size)
+    _, metrics, flagged = task.deferred_loss_and_metrics(outputs, batch, flagged)
+    metrics = dict(metrics)
+    metrics.update(task.eval_metrics(outputs, tasks_lib.without_examples(batch, flagged),
+                                     mutated.get('intermediates', {})))
+  return _sum_metrics(metrics, axis_name), jax.lax.all_gather(flagged, axis_name, tiled=True)

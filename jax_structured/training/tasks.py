@@ -84,6 +84,14 @@ class Task:
   def loss_and_metrics(self, outputs: Any, batch: Mapping[str, jax.Array]) -> tuple[jax.Array, Metrics]:
     raise NotImplementedError(f'{type(self).__name__} must implement loss_and_metrics')
 
+  def deferred_loss_and_metrics(self, outputs: Any, batch: Mapping[str, jax.Array], flagged: jax.Array
+                                ) -> tuple[jax.Array, Metrics, jax.Array]:
+    """`loss_and_metrics` without the examples `flagged` (bool [B]: the model's trees there were
+    flagged by the LU error estimate, `nn.exactness`; the training step recomputes them with a
+    separate program): their `example_mask` is 0. Returns (loss, metrics, flagged); a task whose loss
+    computes trees itself (the parser's CRF) adds the examples it flags there."""
+    return (*self.loss_and_metrics(outputs, without_examples(batch, flagged)), flagged)
+
   def eval_metrics(self, outputs: Any, batch: Mapping[str, jax.Array],
                    intermediates: Mapping[str, Any]) -> Metrics:
     del outputs
@@ -107,6 +115,13 @@ def example_weights(batch: Mapping[str, jax.Array], dtype=jnp.float32) -> jax.Ar
   if first is None:
     raise ValueError(f'the batch has no array with a batch axis (keys {sorted(batch)})')
   return jnp.ones(jnp.shape(first)[:1], dtype)
+
+
+def without_examples(batch: Mapping[str, jax.Array], drop: jax.Array) -> dict[str, jax.Array]:
+  """The batch with `example_mask` 0 where `drop` (bool [B]) is True (its dtype kept; float32 ones
+  first when the batch has none)."""
+  mask = batch['example_mask'] if 'example_mask' in batch else example_weights(batch)
+  return {**batch, 'example_mask': jnp.where(drop, jnp.zeros_like(mask), mask)}
 
 
 def _nll(logits: jax.Array, labels: jax.Array) -> jax.Array:

@@ -27,7 +27,6 @@ import ml_collections
 import numpy as np
 
 from jax_structured import models
-from jax_structured import trees
 from jax_structured.training import checkpoints as ckpt_lib
 from jax_structured import config as config_lib
 from jax_structured.training import metrics as metrics_lib
@@ -154,11 +153,8 @@ def _setup(config, task_data, *, sample, mode: str, total_steps: int) -> _Setup:
   variables = _init_variables(model, sample, config.seed)
   tx, schedule = optimizers.build(opt_cfg, variables['params'], total_steps)
   emb_mask = optimizers.embedding_mask(variables['params'], opt_cfg.embedding_pattern)
-  runner = parallel.Runner(
-      mode,
-      parallel.bind(steps.train_step, apply_fn=model.apply, task=task, tx=tx, embed_mask=emb_mask,
-                    project=optimizers.projection(opt_cfg, variables['params'])),
-      parallel.bind(steps.eval_step, apply_fn=model.apply, task=task))
+  runner = parallel.Runner(mode, **parallel.model_steps(
+      model.apply, task, tx, emb_mask, optimizers.projection(opt_cfg, variables['params'])))
   if any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(variables)):
     state = jax.eval_shape(lambda v: steps.create_state(v, tx), variables)
     state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=runner.replicated),
@@ -351,12 +347,38 @@ class _TrainLoop:
     self.progress = metrics_lib.ProgressReport(
         num_train_steps=run.total_steps, writer=self.writer, every_steps=run.train_cfg.log_every_steps,
         compile_seconds=lambda: self.runner.compile_seconds)
-    self.state = self.runner.place(state)
+    self._state = self.runner.place(state)
+    # The train step dispatched last, not yet finished (`_finish`): (metrics, pending, batch, shapes).
+    self._open: tuple | None = None
     self.rng = self.runner.put_rng(jax.random.fold_in(jax.random.PRNGKey(run.config.seed), 2))
     self.step = self.step_start = self.logged_step = int(parallel.to_host(state.step))
     self.pending: list[tuple[Any, dict]] = []  # (device metrics, batch shapes) of steps not yet logged
     self.t_start = time.time()
     self.seconds_before = self.loop.train_seconds  # of earlier sessions of this run
+
+  @property
+  def state(self) -> Any:
+    """The state after every dispatched step (finishes the open one: `_finish`)."""
+    self._finish()
+    return self._state
+
+  @state.setter
+  def state(self, value: Any) -> None:
+    self._finish()
+    self._state = value
+
+  def _finish(self) -> None:
+    """Completes the open train step (`parallel.Runner.finish_train`: waits for it; examples with
+    flagged trees, if it had any, by the exact program) and queues its metrics for logging. Called
+    after the next batch is placed, so that the host prepares it while the device runs the step."""
+    if self._open is None:
+      return
+    metrics, pending, device_batch, shapes = self._open
+    self._open = None
+    with _out_of_memory_names(self.run.config, f'the train step {self.step}', [shapes]):
+      self._state, metrics = self.runner.finish_train(self._state, metrics, pending, device_batch,
+                                                      self.rng)
+    self.pending.append((metrics, shapes))
 
   def train(self, hooks) -> None:
     run, cfg = self.run, self.run.train_cfg
@@ -378,6 +400,8 @@ class _TrainLoop:
         elif cfg.checkpoint_every_steps and self.step % cfg.checkpoint_every_steps == 0:
           self._save()
         self.progress(self.step)  # after the evaluation: the line shows this step's dev metric
+        if hooks:
+          self._finish()
         for hook in hooks:
           hook(self.step)
         if stop or epoch_end:
@@ -386,7 +410,7 @@ class _TrainLoop:
         raise RuntimeError(f'train epoch {self.loop.epoch} gave {self.loop.batch_in_epoch} batches, '
                            f'expected {run.steps_per_epoch}: the split\'s num_batches disagrees with its '
                            'batches')
-    if self.pending:
+    if self.pending or self._open:
       self._log_train()
     if not self.loop.history:
       self._evaluate()  # resumed a run that had stopped before its first evaluation
@@ -399,11 +423,13 @@ class _TrainLoop:
     shapes = _shapes(batch)
     with _out_of_memory_names(run.config, f'the train step {self.step + 1}', [shapes]):
       device_batch = self.runner.shard_batch(batch)
+    self._finish()  # the previous step, while this batch is on its way to the device
+    with _out_of_memory_names(run.config, f'the train step {self.step + 1}', [shapes]):
       # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a
       # bug (jax.pmap itself transfers a scalar per call, so its driver is exempt).
       with jax.transfer_guard_host_to_device('allow' if self.runner.mode == 'pmap' else 'disallow'):
-        self.state, metrics = self.runner.train(self.state, device_batch, self.rng)
-    self.pending.append((metrics, shapes))
+        self._state, metrics, pending = self.runner.start_train(self._state, device_batch, self.rng)
+    self._open = (metrics, pending, device_batch, shapes)
     self.step += 1
     self.loop.batch_in_epoch = i + 1
     if self.loop.batch_in_epoch < run.steps_per_epoch:
@@ -413,6 +439,7 @@ class _TrainLoop:
 
   def _log_train(self) -> None:
     """Writes the train metrics of the steps since the last call; raises if they are not finite."""
+    self._finish()
     acc = metrics_lib.Accumulator()
     steps = f'steps {self.logged_step + 1}-{self.step}'
     with _out_of_memory_names(self.run.config, f'the train {steps}', [s for _, s in self.pending]):
@@ -420,10 +447,13 @@ class _TrainLoop:
         acc.add(metrics)  # waits for the steps: a deferred device error surfaces here
     self.pending.clear()
     sums = acc.result()
-    summary = self.task.summarize({k: v for k, v in sums.items() if k != 'grad_norm'})
+    summary = self.task.summarize({k: v for k, v in sums.items()
+                                   if k not in ('grad_norm', 'flagged_examples')})
     scalars = {f'train/{k}': v for k, v in summary.items()}
     if sums.get('grad_norm'):
       scalars['train/grad_norm'] = sums['grad_norm'][0] / sums['grad_norm'][1]
+    if sums.get('flagged_examples'):  # examples whose trees took the exact program (nn.exactness)
+      scalars['train/flagged_examples'] = sums['flagged_examples'][0]
     diverged = {k: v for k, v in scalars.items() if k in ('train/loss', 'train/grad_norm')
                 and not math.isfinite(v)}
     if diverged:  # before the state of these steps is ever saved
@@ -431,9 +461,6 @@ class _TrainLoop:
           f'training diverged: {", ".join(f"{k} = {v}" for k, v in diverged.items())} over {steps}. '
           + (f'Nothing after step {self.last_saved} was saved: the checkpoints in {self.workdir} hold '
              'finite states. ' if self.last_saved is not None else 'Nothing was saved. ')
-          + ('JAX_STRUCTURED_EXACT_FALLBACK=0 is set: a sentence whose matrix-tree marginals the LU '
-             'error estimate flags gives NaN instead of the exact result; unset it and resume. '
-             if not trees.exact_fallback_enabled() else '')
           + 'Lower optimizer.learning_rate, set optimizer.clip_norm, or check the data of those '
           'steps (a changed config trains into a fresh --workdir).')
     scalars['train/learning_rate'] = float(self.run.setup.schedule(self.step - 1)) * self.plateau.scale

@@ -6,7 +6,8 @@ the head of `m` (-1 = ROOT, and -1 on padding).
 """
 from jax_structured.trees import _utils
 from jax_structured.trees._matrix_tree import entropy
-from jax_structured.trees._matrix_tree import exact_fallback_enabled
+from jax_structured.trees._matrix_tree import EXACT_MODES
+from jax_structured.trees._matrix_tree import exact_mode
 from jax_structured.trees._matrix_tree import kl_divergence
 from jax_structured.trees._matrix_tree import log_partition
 from jax_structured.trees._matrix_tree import log_prob
@@ -20,7 +21,7 @@ from jax_structured.trees._projective import projective_mst
 from jax_structured.trees._utils import *  # noqa: F401,F403  (names listed in _utils.__all__)
 
 __all__ = [
-    'entropy', 'exact_fallback_enabled', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
+    'EXACT_MODES', 'entropy', 'exact_mode', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
     'sample', 'score', 'mst',
     'projective_log_partition', 'projective_marginals', 'projective_mst',
 ] + list(_utils.__all__)

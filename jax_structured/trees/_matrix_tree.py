@@ -83,11 +83,13 @@ Numerics (all exact, no eps, no clamping of scores):
   exact path 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
   `sample` draws from the same two paths: the LU inverse with Sherman-Morrison updates, and for the
   sentences the estimate sends to the exact path, conditionals from the elimination (O(n^4) per tree).
-* `JAX_STRUCTURED_EXACT_FALLBACK=0` in the environment (`exact_fallback_enabled`) leaves the exact
-  path out of the traced programs: the flagged batch elements get NaN instead (never a silently wrong
-  value), and a program that differentiates `marginals` compiles far faster on the CPU (value +
-  gradient at 4 x 8: 0.5-0.6 instead of 10-12 s, the suite's compile settings). The test
-  suite uses it where the exact path is not under test; the default is on.
+* Where the exact path runs (`exact_mode`, the `exact=` keyword): on concrete arrays ('auto'), in a
+  second program over the flagged elements only, after the LU program; inside a traced program the
+  LU path alone by default ('flag': flagged elements NaN, derivatives zero), so that the programs
+  users run most (a model's train and eval steps) compile without the exact path; the training loop
+  recomputes the examples whose trees were flagged with a separate program (`training.steps`), and
+  'in_program' puts the exact path above inside the caller's program. (The in-program exact path was
+  ~95% of the CPU compile time of a value + gradient through `marginals` at 4 x 8.)
 * One LU factorisation (`jax.lax.linalg.lu`, partial pivoting) gives both `log|det|` and the inverse.
   `_logdet_and_inverse` carries a `jax.custom_jvp` with the closed forms
   `d log det L = tr(L^-1 dL)` and `d L^-1 = -L^-1 dL L^-1`, so gradients of `log_partition` reuse the
@@ -110,9 +112,10 @@ Numerics (all exact, no eps, no clamping of scores):
 All functions are pure, jit-able and vmap-able, accept any leading batch shape and float32 or
 float64 scores, and run entirely on the device.
 """
+import contextlib
+import contextvars
 import functools
 import math
-import os
 
 import jax
 import jax.numpy as jnp
@@ -122,7 +125,7 @@ import numpy as np
 from jax_structured.trees import _hessian_product
 from jax_structured.trees import _inputs
 
-__all__ = ['entropy', 'exact_fallback_enabled', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
+__all__ = ['EXACT_MODES', 'entropy', 'exact_mode', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
            'sample', 'score']
 
 
@@ -950,44 +953,82 @@ def _replace_flagged(flags, exact_fn, inputs, values, chunk):
   return lax.while_loop(more, one_chunk, start)[1]
 
 
-# The environment variable that turns the exact fallback of `_statistics` off (value "0").
-EXACT_FALLBACK_VARIABLE = 'JAX_STRUCTURED_EXACT_FALLBACK'
+# How the functions of `_statistics` treat the batch elements that the LU error estimate flags.
+EXACT_MODES = ('auto', 'in_program', 'flag')
+_EXACT_MODE = contextvars.ContextVar('jax_structured_trees_exact_mode', default='auto')
 
 
-def exact_fallback_enabled():
-  """Whether `log_partition`, `marginals`, `entropy`, `kl_divergence` and `log_prob` trace the exact
-  fallback: True unless the environment variable JAX_STRUCTURED_EXACT_FALLBACK is "0".
+def _check_mode(mode):
+  if mode not in EXACT_MODES:
+    raise ValueError(f'exact={mode!r}: use one of {EXACT_MODES} (see trees.exact_mode)')
+  return mode
 
-  Off, the batch elements that the LU error estimate flags (`_needs_exact`) get NaN results instead of
-  the exact elimination's, so nothing wrong is ever returned silently, and the programs that contain
-  these functions compile without the exact path: on the CPU it was ~95% of the compile time of a
-  value + gradient through `marginals` at 4 x 8 (10-12 vs 0.5-0.6 s, README "trees"), and 30% of five
-  model test files (815 vs 567 s on one core). The test suite runs with it off except where the exact
-  path is what is tested (tests/conftest.py); training with it off stops at the first flagged
-  sentence with a non-finite loss. Read when a function is traced: a program already compiled keeps
-  the setting it was traced with (`jax.clear_caches()` after changing it in a running process).
-  `sample` and `mst` do not read it.
+
+@contextlib.contextmanager
+def exact_mode(mode):
+  """The default `exact=` of the matrix-tree functions called (traced) inside the block.
+
+  `log_partition`, `marginals`, `entropy`, `kl_divergence` and `log_prob` take `exact=None` by default,
+  which reads this setting (itself 'auto' unless a block sets it). The modes:
+
+  * 'auto': on concrete arrays (a notebook call outside any `jit` / `grad` / `vmap`), exact results by
+    two programs, each compiled once per shape and cached: the LU path with its error estimate over the
+    whole batch, then the exact elimination over the flagged elements only (none run when none is
+    flagged). Inside a trace (the caller's `jit`, `grad`, `vmap`, a Flax `apply` under `jit`), the same as
+    'flag': the program holds the LU path only.
+  * 'flag': the LU path only. A flagged element's results are NaN (never a silently wrong value); its
+    derivatives are zero (not NaN), so a loss that drops it (`jnp.where`) keeps finite gradients. The
+    training loop runs every model this way and recomputes the examples whose trees were flagged with a
+    separate program ('in_program', compiled the first time one is flagged): exact results, while the
+    programs it runs at every step hold no exact path (`nn.exactness`, `training.steps`).
+  * 'in_program': the exact elimination inside the traced program, run for the flagged elements only (a
+    `lax.while_loop` that stops before its first step when none is flagged; derivatives of any order).
+    Exact wherever the program runs, at a price paid by every program that contains it, flagged or
+    not: value + gradient through `marginals` compiled 4.5x (4 x 8) to 5.5x (64 x 64) slower on a CPU,
+    with 9x the HLO, and on a GPU the loop's predicate is read on the host at every call.
+
+  Read when a function is traced: a jitted function keeps the mode of its first trace, so enter the
+  block inside the function you jit (or jit a separate function per mode).
+
+  Args:
+    mode: one of EXACT_MODES.
   """
-  value = os.environ.get(EXACT_FALLBACK_VARIABLE, '1').strip()
-  if value not in ('0', '1'):
-    raise ValueError(f'{EXACT_FALLBACK_VARIABLE}={value!r}: use 1 (the default: exact results for '
-                     'sharp scores) or 0 (NaN where the LU error estimate is too large, faster compiles)')
-  return value == '1'
+  token = _EXACT_MODE.set(_check_mode(mode))
+  try:
+    yield
+  finally:
+    _EXACT_MODE.reset(token)
 
 
-def _statistics(arc_scores, root_scores, lengths, single_root):
-  """Everything the public functions share: log Z, marginals, shifted scores and masks.
+def _resolve_mode(exact, *arrays):
+  """'outside' (concrete inputs under 'auto'), 'flag' or 'in_program'."""
+  mode = _check_mode(_EXACT_MODE.get() if exact is None else exact)
+  if mode != 'auto':
+    return mode
+  traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(arrays))
+  return 'flag' if traced else 'outside'
+
+
+def _statistics(arc_scores, root_scores, lengths, single_root, exact):
+  """Everything the public functions share: log Z, marginals, shifted scores and masks, and
+  `flagged` [...] bool (the LU error estimate was too large: `_needs_exact`), under the mode `exact`
+  (`exact_mode`)."""
+  mode = _resolve_mode(exact, arc_scores, root_scores, lengths)
+  if mode == 'outside':
+    return _statistics_outside(arc_scores, root_scores, lengths, single_root)
+  return _traced_statistics(arc_scores, root_scores, lengths, single_root, mode == 'in_program')
+
+
+def _traced_statistics(arc_scores, root_scores, lengths, single_root, in_program):
+  """`_statistics` inside one program.
 
   The common path is a straight line: one LU factorisation and one solve (`_logdet_and_inverse`,
-  whose error estimate costs two norms). Batch elements whose estimate is too large are recomputed
-  by the exact elimination in chunks (`_exact_where_flagged`), outside that line: when no element is
-  flagged, no exact work runs; what remains is the flagged elements' index list, a `lax.while_loop`
-  that stops before its first step (one more per derivative product) and a select per output.
-  (Before, a `lax.cond` over a `lax.scan` of chunks copied the [B, n, n] arrays into and out of its
-  branches and allocated every chunk's buffers on each call: value + gradient at 32 x 200 had 76.5
-  MiB of temporaries, now 53.9, and 44.0 without the exact path: compiled `memory_analysis`.)
-  With `exact_fallback_enabled()` False the flagged elements are NaN instead and the exact path is
-  not traced at all.
+  whose error estimate costs two norms). With `in_program`, batch elements whose estimate is too large
+  are recomputed by the exact elimination in chunks (`_exact_where_flagged`), outside that line: when
+  no element is flagged, no exact work runs; what remains is the flagged elements' index list, a
+  `lax.while_loop` that stops before its first step (one more per derivative product) and a select per
+  output. Without it the flagged elements are NaN (their derivatives zero: `_logdet_and_inverse`
+  returns zeros there) and the exact path is not traced at all.
   """
   arc_scores, root_scores, lengths, mask = _prepare(arc_scores, root_scores, lengths)
   arc_potentials, root_potentials, shift, root_shift = _potentials(arc_scores, root_scores, mask,
@@ -1002,7 +1043,7 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
 
   n = mask.shape[-1]
   log_z = logdet + total_shift + root_shift
-  if not exact_fallback_enabled():
+  if not in_program:
     log_z = jnp.where(exact, jnp.nan, log_z)
     arc_marginals = jnp.where(exact[..., None, None], jnp.nan, arc_marginals)
     root_marginals = jnp.where(exact[..., None], jnp.nan, root_marginals)
@@ -1017,10 +1058,51 @@ def _statistics(arc_scores, root_scores, lengths, single_root):
     root_marginals = root_marginals.reshape(exact.shape + (n,))
   logdet = log_z - total_shift  # NaN (as the entropy should be) when some word has no allowed head
   return dict(arc_scores=arc_scores, root_scores=root_scores, mask=mask, shift=shift, logdet=logdet,
-              log_z=log_z, arc_marginals=arc_marginals, root_marginals=root_marginals)
+              log_z=log_z, arc_marginals=arc_marginals, root_marginals=root_marginals, flagged=exact)
 
 
-def log_partition(arc_scores, root_scores, lengths=None, *, single_root=True):
+# The LU program of the 'auto' mode on concrete arrays (`_statistics_outside`): one per shape, dtype and
+# root mode, cached by jit.
+_lu_statistics = jax.jit(functools.partial(_traced_statistics, in_program=False), static_argnums=3)
+
+
+def _outside_chunk(count, n):
+  """Elements per call of the exact program outside (`_statistics_outside`): a power of two at or above
+  `count`, at most `_CHUNK_WORK / n^3` (at least 1), so that few shapes are compiled."""
+  cap = max(1, _CHUNK_WORK // max(1, n)**3)
+  cap = 1 << (cap.bit_length() - 1)
+  return min(cap, 1 << max(0, count - 1).bit_length())
+
+
+def _statistics_outside(arc_scores, root_scores, lengths, single_root):
+  """`_statistics` of concrete arrays, exact: the LU program over the batch (`_lu_statistics`), then
+  the exact elimination (`_exact_chunk`, jitted on its own) over the flagged elements only, gathered
+  on the host in chunks of `_outside_chunk` and written back. Nothing but the LU program runs when no
+  element is flagged (the flags are read once on the host)."""
+  stats = _lu_statistics(arc_scores, root_scores, lengths, single_root)
+  flagged = np.asarray(stats['flagged'])
+  if not flagged.any():
+    return stats
+  n = stats['mask'].shape[-1]
+  batch_shape = flagged.shape
+  where = np.flatnonzero(flagged)
+  flat = {k: np.array(stats[k]).reshape((-1,) + stats[k].shape[len(batch_shape):])
+          for k in ('arc_scores', 'root_scores', 'mask', 'log_z', 'arc_marginals', 'root_marginals')}
+  chunk = _outside_chunk(where.size, n)
+  for start in range(0, where.size, chunk):
+    rows = where[start:start + chunk]
+    slots = np.resize(rows, chunk)  # a full chunk: the slots past `rows` repeat elements and are dropped
+    inputs = tuple(jnp.asarray(flat[k][slots]) for k in ('arc_scores', 'root_scores', 'mask'))
+    log_z, arc_m, root_m = (np.asarray(x)[:rows.size] for x in _exact_padded(inputs, single_root))
+    flat['log_z'][rows], flat['arc_marginals'][rows], flat['root_marginals'][rows] = log_z, arc_m, root_m
+  unflat = lambda x: jnp.asarray(x.reshape(batch_shape + x.shape[1:]))
+  stats = dict(stats, log_z=unflat(flat['log_z']), arc_marginals=unflat(flat['arc_marginals']),
+               root_marginals=unflat(flat['root_marginals']))
+  stats['logdet'] = stats['log_z'] - jnp.sum(stats['shift'], axis=-1)
+  return stats
+
+
+def log_partition(arc_scores, root_scores, lengths=None, *, single_root=True, exact=None):
   """log Z, the log-sum over all non-projective dependency trees of exp(tree score).
 
   `log Z = log det L + sum_m c[m]` with the column-shifted Laplacian `L` of Liu & Lapata eqs. 12-14
@@ -1034,15 +1116,19 @@ def log_partition(arc_scores, root_scores, lengths=None, *, single_root=True):
     lengths: None (all n words are real) or int [...] number of real words in 0..n (concrete values
       outside raise ValueError; traced ones act as if clipped, which cannot be checked under jit).
     single_root: exactly one word hangs from ROOT if True; any number if False.
+    exact: what the batch elements get whose LU result the error estimate flags (sharp scores): None
+      (the setting of `exact_mode`, 'auto' by default: exact on concrete arrays, NaN inside a trace),
+      'auto', 'flag' (NaN, zero derivative) or 'in_program' (the exact elimination inside the traced
+      program, at a compile-time and per-call price paid by every call): see `exact_mode`.
 
   Returns:
     [...] log Z in the scores' dtype (0 for lengths == 0; NaN for a batch element with non-finite
     real scores, -inf for one that admits no tree; see the module docstring).
   """
-  return _statistics(arc_scores, root_scores, lengths, single_root)['log_z']
+  return _statistics(arc_scores, root_scores, lengths, single_root, exact)['log_z']
 
 
-def marginals(arc_scores, root_scores, lengths=None, *, single_root=True):
+def marginals(arc_scores, root_scores, lengths=None, *, single_root=True, exact=None):
   """Arc and root marginal probabilities by the matrix-tree theorem (Liu & Lapata 2018, eq. 15).
 
   Differentiable to any order (the inverse carries the closed-form derivative `-X dL X`).
@@ -1052,13 +1138,14 @@ def marginals(arc_scores, root_scores, lengths=None, *, single_root=True):
     root_scores: [..., n] float.
     lengths: None or int [...].
     single_root: see `log_partition`.
+    exact: see `log_partition` and `exact_mode`.
 
   Returns:
     (arc_marginals [..., n, n], root_marginals [..., n]): `arc_marginals[..., h, m] = P(h -> m)`,
     `root_marginals[..., m] = P(ROOT -> m)`; for each real word `m`,
     `sum_h arc_marginals[h, m] + root_marginals[m] = 1`; exactly 0 on padding and forbidden arcs.
   """
-  stats = _statistics(arc_scores, root_scores, lengths, single_root)
+  stats = _statistics(arc_scores, root_scores, lengths, single_root, exact)
   return stats['arc_marginals'], stats['root_marginals']
 
 
@@ -1088,19 +1175,20 @@ def score(arc_scores, root_scores, heads, lengths=None):
   return jnp.sum(jnp.where(mask, per_word, 0.0), axis=-1)
 
 
-def log_prob(arc_scores, root_scores, heads, lengths=None, *, single_root=True):
+def log_prob(arc_scores, root_scores, heads, lengths=None, *, single_root=True, exact=None):
   """log P(heads) = score(heads) - log Z under the tree CRF (the parser's CRF loss is its negative).
 
   Args:
     arc_scores, root_scores, heads, lengths: see `score`.
     single_root: see `log_partition`. A multi-root `heads` under `single_root=True` (or any
       non-tree) has probability 0 but this function does not detect it.
+    exact: see `log_partition` and `exact_mode`.
 
   Returns:
     [...] log-probabilities.
   """
   return (score(arc_scores, root_scores, heads, lengths)
-          - log_partition(arc_scores, root_scores, lengths, single_root=single_root))
+          - log_partition(arc_scores, root_scores, lengths, single_root=single_root, exact=exact))
 
 
 def _expected_shifted_score(stats):
@@ -1114,23 +1202,23 @@ def _expected_shifted_score(stats):
           + jnp.sum(stats['root_marginals'] * root_centred, axis=-1))
 
 
-def entropy(arc_scores, root_scores, lengths=None, *, single_root=True):
+def entropy(arc_scores, root_scores, lengths=None, *, single_root=True, exact=None):
   """Entropy of the tree distribution, `H = log Z - sum_{h,m} P(h -> m) s[h, m] - sum_m P(ROOT -> m) r[m]`.
 
   Computed with the column-shifted scores (`log det L - sum mu (s - c)`, since every real word has
   exactly one head) to avoid cancellation between two large numbers.
 
   Args:
-    arc_scores, root_scores, lengths, single_root: see `log_partition`.
+    arc_scores, root_scores, lengths, single_root, exact: see `log_partition`.
 
   Returns:
     [...] entropy in nats (0 for lengths <= 1 in the single-root case).
   """
-  stats = _statistics(arc_scores, root_scores, lengths, single_root)
+  stats = _statistics(arc_scores, root_scores, lengths, single_root, exact)
   return stats['logdet'] - _expected_shifted_score(stats)
 
 
-def kl_divergence(arc_p, root_p, arc_q, root_q, lengths=None, *, single_root=True):
+def kl_divergence(arc_p, root_p, arc_q, root_q, lengths=None, *, single_root=True, exact=None):
   """KL(p || q) between two tree distributions over the same words.
 
   `KL = log Z_q - log Z_p + sum_{h,m} P_p(h -> m) (p[h, m] - q[h, m]) + sum_m P_p(ROOT -> m)
@@ -1141,6 +1229,7 @@ def kl_divergence(arc_p, root_p, arc_q, root_q, lengths=None, *, single_root=Tru
     arc_q, root_q: the same shapes, scores of q.
     lengths: None or int [...], shared by p and q.
     single_root: see `log_partition`.
+    exact: see `log_partition` and `exact_mode` (both distributions).
 
   Returns:
     [...] KL divergence in nats (>= 0).
@@ -1149,8 +1238,8 @@ def kl_divergence(arc_p, root_p, arc_q, root_q, lengths=None, *, single_root=Tru
   arc_q, root_q, _, _ = _prepare(arc_q, root_q, lengths)
   if arc_q.shape != arc_p.shape:
     raise ValueError(f'arc_q must have the shape of arc_p {arc_p.shape}, got {arc_q.shape}')
-  stats = _statistics(arc_p, root_p, lengths, single_root)
-  log_z_q = log_partition(arc_q, root_q, lengths, single_root=single_root)
+  stats = _statistics(arc_p, root_p, lengths, single_root, exact)
+  log_z_q = log_partition(arc_q, root_q, lengths, single_root=single_root, exact=exact)
   arc_ok = _arc_mask(mask) & (arc_p > -jnp.inf)
   root_ok = mask & (root_p > -jnp.inf)
   arc_diff = jnp.where(arc_ok, arc_p - arc_q, 0.0)

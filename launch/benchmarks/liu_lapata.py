@@ -355,10 +355,7 @@ def build_bench(config: ml_collections.ConfigDict, kind: str, batch: Mapping[str
   tx, _ = optimizers.build(opt_cfg, variables['params'], total_steps=1)
   embed_mask = optimizers.embedding_mask(variables['params'], opt_cfg.embedding_pattern)
   task = tasks.build(config, kind)
-  runner = parallel.Runner(
-      'none', parallel.bind(steps.train_step, apply_fn=model.apply, task=task, tx=tx,
-                            embed_mask=embed_mask),
-      parallel.bind(steps.eval_step, apply_fn=model.apply, task=task))
+  runner = parallel.Runner('none', **parallel.model_steps(model.apply, task, tx, embed_mask))
   state = runner.replicate(jax.device_get(steps.create_state(variables, tx)))
   rng = runner.put_rng(jax.random.fold_in(key, 2))
   return StepBench(model, runner, state, runner.shard_batch(batch), rng, tx)
