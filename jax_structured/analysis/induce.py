@@ -90,7 +90,10 @@ def make_decoder(model, *, single_root: bool = True):
       levels = decode_levels(found, single_root=single_root)
     if exact:
       return logits, levels
-    return (logits, levels), exactness.example_flags(state.get(exactness.FLAGGED, {}), batch_size)
+    flagged = exactness.example_flags(state.get(exactness.FLAGGED, {}), batch_size)
+    if 'example_mask' in batch:
+      flagged = flagged & (batch['example_mask'] > 0)
+    return (logits, levels), flagged
 
   hot = jax.jit(functools.partial(decode, exact=False))
   exact = jax.jit(functools.partial(decode, exact=True))

@@ -55,6 +55,12 @@ def _example_count(batch: Mapping[str, jax.Array]) -> int:
   return tasks_lib.example_weights(batch).shape[0]
 
 
+def _real_flags(flags, batch, batch_size):
+  """bool [B]: the real examples (`example_mask` > 0) with a flagged tree (`nn.exactness`); a padding
+  example's trees never send a batch to the exact program."""
+  return exactness.example_flags(flags, batch_size) & (tasks_lib.example_weights(batch) > 0)
+
+
 def _gradient_weight(count, axis_name):
   """count * num_shards / total: `pmean` of the weighted shard gradients of mean losses is the
   gradient of the mean loss of the global batch (padding-only shards weigh 0). Returns (weight,
@@ -127,7 +133,7 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
   def loss_fn(params):
     outputs, flags = apply_fn({'params': params, **state.model_state}, batch, train=True,
                               rngs={'dropout': rng}, mutable=[exactness.FLAGGED])
-    flagged = exactness.example_flags(flags, batch_size)
+    flagged = _real_flags(flags, batch, batch_size)
     loss, metrics, flagged = task.deferred_loss_and_metrics(outputs, batch, flagged)
     return loss, (metrics, flagged)
 
@@ -212,7 +218,7 @@ def eval_step(state: TrainState, batch: Mapping[str, jax.Array], *, apply_fn: Ca
     flagged = jnp.zeros((batch_size,), bool)
   else:
     outputs, mutated = apply_fn(variables, batch, train=False, mutable=['intermediates', exactness.FLAGGED])
-    flagged = exactness.example_flags(mutated.get(exactness.FLAGGED, {}), batch_size)
+    flagged = _real_flags(mutated.get(exactness.FLAGGED, {}), batch, batch_size)
     _, metrics, flagged = task.deferred_loss_and_metrics(outputs, batch, flagged)
     metrics = dict(metrics)
     metrics.update(task.eval_metrics(outputs, tasks_lib.without_examples(batch, flagged),

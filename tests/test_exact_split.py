@@ -1,0 +1,183 @@
+"""The exact path out of the programs models run (issue 48): train and eval steps hold the trees
+functions' LU path only; the examples with flagged trees are recomputed by a separate exact program.
+
+Checked against the step with the exact path inside the program (`trees.exact_mode('in_program')`,
+the previous design): same parameters after several steps, same evaluation sums, on one device, over a
+shard_map mesh of 8 and with pmap; the pair model stacks premise and hypothesis along the batch axis
+(`sow_splits`) and the document model flattens sentences, the two layouts of the flags' contract.
+"""
+import re
+import sys
+
+import jax
+from jax.extend import core as jex_core
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+import pytest
+
+from jax_structured import models
+from jax_structured import trees
+from jax_structured.nn import exactness
+from jax_structured.training import parallel
+from jax_structured.training import steps
+from jax_structured.training import tasks
+
+from test_liu_lapata import _config, document_batch, pair_batch  # pylint: disable=g-bad-import-order
+
+BATCH = 8
+
+
+def _sharpened(params, scale=30.0):
+  """Attention parameters whose arc scores are s <t_i, t_j> with saturated t: two words with close
+  vectors form a dominant 2-cycle, so some sentences are beyond the LU path (scale 30: 5 of 8 pairs)."""
+  params = jax.tree.map(lambda x: x, params)
+  for attention in _attention_layers(params):
+    attention['parent'] = {k: x * 10 for k, x in attention['parent'].items()}
+    attention['child'] = attention['parent']
+    attention['bilinear'] = jnp.eye(attention['bilinear'].shape[0]) * scale
+  return params
+
+
+def _attention_layers(tree):
+  if isinstance(tree, dict):
+    if 'bilinear' in tree and 'parent' in tree:
+      yield tree
+    for value in tree.values():
+      yield from _attention_layers(value)
+
+
+def _in_program(fn):
+  def wrapped(*args, **kwargs):
+    with trees.exact_mode('in_program'):
+      return fn(*args, **kwargs)
+  return wrapped
+
+
+def _problem(kind):
+  rng = np.random.default_rng(0)
+  if kind == 'pair':
+    model = models.build(_config('pair_classifier', attention='structured', dropout_rate=0.0),
+                         vocab_size=13, num_classes=3)
+    batch = pair_batch(rng, [5, 3, 7, 2, 6, 4, 5, 3], [4, 6, 2, 5, 3, 7, 2, 4], 7, 7)
+  else:
+    model = models.build(_config('document_classifier', sentence_attention='structured',
+                                 document_attention='structured', dropout_rate=0.0),
+                         vocab_size=13, num_classes=3)
+    batch = document_batch(rng, [[5, 3], [7], [2, 6, 4], [5, 3, 4], [6], [4, 4], [3, 7, 2], [5]], 3, 7)
+  batch['label'] = rng.integers(0, 3, BATCH).astype(np.int32)
+  batch['example_mask'][-1] = 0.0  # a padding example
+  variables = jax.jit(model.init)(jax.random.key(0), batch)
+  return model, batch, {'params': _sharpened(variables['params'])}
+
+
+def _runners(model, mode):
+  task = tasks.Classification(ml_collections.ConfigDict({'model': {}}))
+  tx = optax.adam(0.05)
+  emb = jax.tree.map(lambda _: False, model.init(jax.random.key(0), _problem_cache[model][1])['params'])
+  split = parallel.Runner(mode, **parallel.model_steps(model.apply, task, tx, emb))
+  bound = parallel.model_steps(model.apply, task, tx, emb)
+  reference = parallel.Runner(mode, _in_program(bound['train_step']), _in_program(bound['eval_step']))
+  return tx, split, reference
+
+
+_problem_cache = {}
+
+
+@pytest.mark.parametrize('kind,mode', [('pair', 'none'), ('pair', 'shard_map'), ('document', 'pmap')])
+def test_split_steps_equal_the_in_program_steps(kind, mode):
+  model, batch, variables = _problem(kind)
+  _problem_cache[model] = (model, batch)
+  tx, split, reference = _runners(model, mode)
+  states = [r.place(r.replicate(jax.device_get(steps.create_state(variables, tx)))) for r in (split, reference)]
+  rng = split.put_rng(jax.random.PRNGKey(1))
+  flagged_counts = []
+  for step in range(3):
+    device_batch = split.shard_batch(batch)
+    state, metrics, pending = split.start_train(states[0], device_batch, rng)
+    flagged_counts.append(int(split._first(pending['num_flagged'])))  # pylint: disable=protected-access
+    states[0], metrics = split.finish_train(state, metrics, pending, device_batch, rng)
+    states[1], ref_metrics = reference.train(states[1], reference.shard_batch(batch), rng)
+    for name in ('loss', 'accuracy', 'grad_norm'):
+      np.testing.assert_allclose(np.asarray(parallel.to_host(metrics[name])),
+                                 np.asarray(parallel.to_host(ref_metrics[name])), rtol=2e-5, atol=1e-6,
+                                 err_msg=f'step {step} {name}')
+  assert 0 < flagged_counts[0] < BATCH - 1, flagged_counts  # some examples took the exact program
+  ours, theirs = (parallel.to_host(r.canonical(s)) for r, s in zip((split, reference), states))
+  assert int(ours.step) == int(theirs.step) == 3
+  for a, b in zip(jax.tree.leaves(ours.params), jax.tree.leaves(theirs.params)):
+    np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+  evaluated = parallel.to_host(split.evaluate(states[0], split.shard_batch(batch)))
+  expected = parallel.to_host(reference.evaluate(states[1], reference.shard_batch(batch)))
+  assert set(evaluated) == set(expected) - {'flagged_examples'} or set(evaluated) == set(expected)
+  for name, (total, count) in expected.items():
+    np.testing.assert_allclose(evaluated[name][0], total, rtol=2e-5, atol=1e-6, err_msg=name)
+    np.testing.assert_allclose(evaluated[name][1], count, err_msg=name)
+
+
+def _loops_from_trees(jaxpr):
+  """The while / cond equations of `jaxpr` (recursively) traced from jax_structured/trees."""
+  found = []
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name in ('while', 'cond'):
+      frames = eqn.source_info.traceback.frames if eqn.source_info.traceback else []
+      if any('jax_structured/trees/' in f.file_name for f in frames):
+        found.append(eqn.primitive.name)
+    for param in eqn.params.values():
+      for sub in (param if isinstance(param, (tuple, list)) else (param,)):
+        if isinstance(sub, jex_core.ClosedJaxpr):
+          found += _loops_from_trees(sub.jaxpr)
+        elif isinstance(sub, jex_core.Jaxpr):
+          found += _loops_from_trees(sub)
+  return found
+
+
+def test_hot_train_step_lowers_for_cuda_without_a_loop_or_branch_of_trees():
+  """The structured-attention training step as the trainer runs it, lowered for the `cuda` platform on
+  this CPU: no while loop or conditional of the trees module (the exact path), and no conditional at
+  all (a GPU reads a conditional's predicate on the host); under 'in_program' the loop is there (so the
+  check can fail)."""
+  model, batch, variables = _problem('pair')
+  task = tasks.Classification(ml_collections.ConfigDict({'model': {}}))
+  tx = optax.adam(0.05)
+  emb = jax.tree.map(lambda _: False, variables['params'])
+  bound = parallel.model_steps(model.apply, task, tx, emb)
+  state = steps.create_state(variables, tx)
+  mesh = parallel.make_mesh('none')
+  spec = jax.sharding.PartitionSpec
+
+  def program(train_step):
+    return jax.jit(jax.shard_map(train_step, mesh=mesh, in_specs=(spec(), spec('data'), spec()),
+                                 out_specs=(spec(), spec(), spec()), check_vma=False))
+
+  args = (state, batch, jax.random.PRNGKey(1))
+  hot = program(bound['train_step'])
+  assert not _loops_from_trees(jax.make_jaxpr(hot)(*args).jaxpr)
+  text = hot.trace(*args).lower(lowering_platforms=('cuda',)).as_text()
+  assert 'stablehlo.case' not in text and 'stablehlo.if' not in text
+  assert _loops_from_trees(jax.make_jaxpr(program(_in_program(bound['train_step'])))(*args).jaxpr)
+
+
+def test_example_flags_contract():
+  flags = {'a': {'flagged': (jnp.array([False, True, False]),
+                             jnp.array([[False, False], [False, False], [True, False]]))}}
+  np.testing.assert_array_equal(exactness.example_flags(flags, 3), [False, True, True])
+  with pytest.raises(ValueError, match=r'sowed \(4,\) tree flags .* batch of 3 examples'):
+    exactness.example_flags([jnp.zeros(4, bool)], 3)
+
+
+def test_flagged_rows_and_merge():
+  batch = {'tokens': np.arange(12).reshape(6, 2), 'example_mask': np.ones(6, np.float32),
+           'step': np.int32(3)}
+  flagged = np.array([False, True, False, False, True, True])
+  sub = parallel.flagged_rows(batch, flagged, 2)
+  assert sub['tokens'].shape == (4, 2) and sub['step'] == 3
+  np.testing.assert_array_equal(sub['tokens'][:3], batch['tokens'][[1, 4, 5]])
+  np.testing.assert_array_equal(sub['example_mask'], [1, 1, 1, 0])
+  hot = lambda v, b: ({'x': np.zeros((6, 2)), 'y': np.zeros(12)}, flagged)
+  exact = lambda v, b: {'x': b['tokens'] + 100, 'y': np.repeat(b['tokens'][:, 0], 2)}
+  merged = parallel.with_exact_rows(hot, exact, None, batch)
+  np.testing.assert_array_equal(merged['x'][[1, 4, 5]], batch['tokens'][[1, 4, 5]] + 100)
+  assert not merged['x'][[0, 2, 3]].any()
+  np.testing.assert_array_equal(merged['y'].reshape(6, 2)[[1, 4, 5], 0], batch['tokens'][[1, 4, 5], 0])
