@@ -14,8 +14,14 @@ slowed (512x32 `mst` 1.19x its time without torch-struct installed; the first co
 inv-AD at 64x64 while it always followed torch calls, 1.09x without them), two runtimes' thread
 pools contending for the cores they had just used:
 
-* `ours marg` / `ours +grad`: `trees.marginals` (single root) / value and gradient of a scalar loss
-  `sum(W * marginals)` through them (what structured attention does in training).
+* `ours marg` / `ours +grad`: `trees.marginals` (single root) with the exact path in the program
+  (`exact='in_program'`) / value and gradient of a scalar loss `sum(W * marginals)` through them.
+* `model marg` / `model +grad`: the same as models now run them (`nn.exactness`, `training.steps`):
+  the program with the LU path only (`exact='flag'`), and for `+grad` (`SplitLossAndGrad`) the flags
+  read on the host and, when any sentence is flagged, a second program with the exact path over those
+  alone; `model marg 1 sharp` is `trees.marginals` on concrete arrays (`exact='auto'`: the LU program,
+  then the exact elimination over the flagged sentence), `model +grad 1 sharp` / `all sharp` the split
+  value and gradient on the sharp scores below.
 * `inv-AD ...`: the same closed-form marginals with `jnp.linalg.inv` and plain autodiff (no custom
   JVP), i.e. the alternative the custom rule replaces.
 * `naive ...`: `jnp.linalg.slogdet` of the same masked, column-shifted Laplacian and `jax.grad` for
@@ -44,6 +50,7 @@ pools contending for the cores they had just used:
 On a small shared CPU set `OPENBLAS_NUM_THREADS=1`: JAX's CPU LU / triangular solves call LAPACK,
 and OpenBLAS threads on an oversubscribed machine made them ~30x slower in our measurements.
 """
+import functools
 import os
 
 from absl import logging
@@ -122,6 +129,40 @@ def _loss_and_grad(marginals_fn):
     return jnp.sum(arc_weights * arc_m) + jnp.sum(root_weights * root_m)
 
   return jax.value_and_grad(loss, (0, 1))
+
+
+class SplitLossAndGrad:
+  """value_and_grad of the `_loss_and_grad` loss as models now train (`training.steps`): the program
+  with the LU path only over the batch (`exact='flag'`; flagged sentences weigh 0), then, only when
+  the flags read on the host show any, the exact path (`exact='in_program'`) in a second program over
+  those sentences alone, gathered into a batch of a power of two; the two parts are added."""
+
+  def __init__(self):
+    def loss(exact):
+      def fn(arc_scores, root_scores, arc_weights, root_weights):
+        arc_m, root_m = trees.marginals(arc_scores, root_scores, exact=exact)
+        flagged = jnp.isnan(root_m).any(-1) | jnp.isnan(arc_m).any((-2, -1))
+        arc_m = jnp.where(flagged[:, None, None], 0.0, arc_m)
+        root_m = jnp.where(flagged[:, None], 0.0, root_m)
+        return jnp.sum(arc_weights * arc_m) + jnp.sum(root_weights * root_m), flagged
+      return fn
+
+    self.hot = jax.jit(jax.value_and_grad(loss('flag'), (0, 1), has_aux=True))
+    self.exact = jax.jit(jax.value_and_grad(lambda *args: loss('in_program')(*args)[0], (0, 1)))
+
+  def __call__(self, arc_scores, root_scores, arc_weights, root_weights):
+    (value, flagged), (d_arc, d_root) = self.hot(arc_scores, root_scores, arc_weights, root_weights)
+    flagged = np.asarray(flagged)
+    if not flagged.any():
+      return value, (d_arc, d_root)
+    rows = np.flatnonzero(flagged)
+    slots = np.resize(rows, 1 << max(0, rows.size - 1).bit_length())
+    keep = jnp.asarray(np.arange(slots.size) < rows.size, arc_weights.dtype)
+    exact_value, (exact_arc, exact_root) = self.exact(
+        arc_scores[slots], root_scores[slots], arc_weights[slots] * keep[:, None, None],
+        root_weights[slots] * keep[:, None])
+    return value + exact_value, (d_arc.at[rows].set(exact_arc[:rows.size]),
+                                 d_root.at[rows].set(exact_root[:rows.size]))
 
 
 def one_sharp_sentence(arc_scores):
@@ -215,10 +256,13 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
   dtype = jnp.dtype(dtype)
   rows = []
   key = jax.random.key(seed)
-  ours_marg = jax.jit(trees.marginals)
+  in_program = functools.partial(trees.marginals, exact='in_program')
+  ours_marg = jax.jit(in_program)
   inv_marg = jax.jit(inverse_autodiff_marginals)
   naive_marg = jax.jit(naive_marginals)
-  ours_grad = jax.jit(_loss_and_grad(trees.marginals))
+  ours_grad = jax.jit(_loss_and_grad(in_program))
+  model_marg = jax.jit(functools.partial(trees.marginals, exact='flag'))
+  model_grad = SplitLossAndGrad()
   inv_grad = jax.jit(_loss_and_grad(inverse_autodiff_marginals))
   naive_grad = jax.jit(_loss_and_grad(naive_marginals))
   mst = jax.jit(trees.mst)
@@ -237,6 +281,8 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
         'inv-AD marg': lambda: inv_marg(arc, root),
         'naive marg': lambda: naive_marg(arc, root),
         'ours +grad': lambda: ours_grad(*grad_args),
+        'model marg': lambda: model_marg(arc, root),
+        'model +grad': lambda: model_grad(*grad_args),
         'inv-AD +grad': lambda: inv_grad(*grad_args),
         'naive +grad': lambda: naive_grad(*grad_args),
         'mst': lambda: mst(arc, root),
@@ -250,6 +296,9 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
           'sample 1 sharp': lambda: sample(keys[2], sharp, root),
           'marg all sharp': lambda: ours_marg(every, root),
           '+grad all sharp': lambda: ours_grad(every, root, arc_w, root_w),
+          'model marg 1 sharp': lambda: trees.marginals(sharp, root, exact='auto'),
+          'model +grad 1 sharp': lambda: model_grad(sharp, root, arc_w, root_w),
+          'model +grad all sharp': lambda: model_grad(every, root, arc_w, root_w),
       })
     calls['proj marg'] = lambda: projective(arc, root)
     torch_struct_calls = _torch_struct_calls(batch, length, np.asarray(arc), np.asarray(root))
@@ -272,7 +321,8 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
       row['timed calls'] = ', '.join(fewer)
     if memory:
       for name, fn, args in [('ours marg', ours_marg, (arc, root)), ('naive marg', naive_marg, (arc, root)),
-                             ('ours +grad', ours_grad, grad_args), ('inv-AD +grad', inv_grad, grad_args),
+                             ('ours +grad', ours_grad, grad_args), ('model +grad', model_grad.hot, grad_args),
+                             ('inv-AD +grad', inv_grad, grad_args),
                              ('naive +grad', naive_grad, grad_args)]:
         row[f'MiB {name}'] = _mib(peak_bytes(fn, args))
     for name, figures in REFERENCE.items():
