@@ -90,7 +90,7 @@ def _raise_at(call, error):
 
 
 @pytest.mark.parametrize('where, target, call, message', [
-    ('train step', (parallel.Runner, 'train'), 2, r'in the train step 2; its batch: tokens \[8, 6\]'),
+    ('train step', (parallel.Runner, 'start_train'), 2, r'in the train step 2; its batch: tokens \[8, 6\]'),
     ('deferred', (metrics_lib.Accumulator, 'add'), 1, r'in the train steps 1-2; its batch: tokens \[8, 6\]'),
     ('eval', (parallel.Runner, 'evaluate'), 1,
      r'in the evaluation of validation batch 0; its batch: tokens \[8, 6\].*train.eval_batch_size=0'),
@@ -109,7 +109,7 @@ def test_out_of_memory_names_the_batch_shape_and_the_config_keys(tmp_path, monke
 
 def test_other_device_errors_pass_through(tmp_path, monkeypatch):
   error = jax.errors.JaxRuntimeError('INTERNAL: something else')
-  monkeypatch.setattr(parallel.Runner, 'train', _raise_at(1, error)(parallel.Runner.train))
+  monkeypatch.setattr(parallel.Runner, 'start_train', _raise_at(1, error)(parallel.Runner.start_train))
   with pytest.raises(jax.errors.JaxRuntimeError, match='INTERNAL: something else'):
     training.train_and_evaluate(support.make_config(**{'train.num_steps': 2}), str(tmp_path / 'run'))
 

@@ -52,7 +52,7 @@ def defer_marginals(module: nn.Module, arc_marginals: jax.Array, root_marginals:
   Returns:
     (arc_marginals, root_marginals): unchanged, or with zeros for the flagged trees when deferring.
   """
-  if not module.is_mutable_collection(FLAGGED):
+  if not module.is_mutable_collection(FLAGGED) or module.is_initializing():
     return arc_marginals, root_marginals
   flagged = jnp.isnan(root_marginals).any(-1) | jnp.isnan(arc_marginals).any((-2, -1))
   _sow_flags(module, flagged, sow_splits)

@@ -42,6 +42,7 @@ def create_state(variables: Mapping[str, Any], tx: optax.GradientTransformation)
   variables = dict(variables)
   params = variables.pop('params')
   variables.pop('intermediates', None)
+  variables.pop(exactness.FLAGGED, None)
   return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params),
                     model_state=variables, lr_scale=jnp.ones((), jnp.float32),
                     embed_scale=jnp.ones((), jnp.float32))
