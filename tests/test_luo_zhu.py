@@ -153,9 +153,10 @@ def test_training_steps_anneal_the_slope():
   shapes = jax.eval_shape(lambda: model.init(jax.random.PRNGKey(0), batch))  # no compile
   variables = jax.tree.map(lambda a: jnp.asarray(rng.normal(0, 0.5, a.shape), a.dtype), shapes)
 
-  def apply_fn(v, b, train, rngs):
-    logits, state = model.apply(v, b, train=train, rngs=rngs, mutable=['intermediates'])
-    return logits, state['intermediates']['encoder']['document_slope'][0]
+  def apply_fn(v, b, train, rngs, mutable=()):
+    logits, state = model.apply(v, b, train=train, rngs=rngs, mutable=['intermediates', *mutable])
+    outputs = (logits, state['intermediates']['encoder']['document_slope'][0])
+    return outputs, {k: state.get(k, {}) for k in mutable}
 
   tx = optax.sgd(0.1)
   step = jax.jit(jax.vmap(functools.partial(
@@ -166,7 +167,7 @@ def test_training_steps_anneal_the_slope():
   one = jax.tree.map(lambda a: a[None], batch)
   updates = {}
   for at in (0, 2, 4, 9):
-    new, metrics = step(state.replace(step=jnp.int32(at)), one, jax.random.PRNGKey(1))
+    new, metrics, _ = step(state.replace(step=jnp.int32(at)), one, jax.random.PRNGKey(1))
     assert float(metrics['slope'][0][0]) == pytest.approx(min(1 + at, 5.0)), at
     updates[at] = np.asarray(new.params['encoder']['mhs_rnn']['detector_u'][0]) - np.asarray(
         state.params['encoder']['mhs_rnn']['detector_u'])
