@@ -207,3 +207,34 @@ def test_trainer_runs_flagged_examples_through_the_exact_program(tmp_path, monke
   assert logged['train/flagged_examples'] == [(2, 8.0), (3, 4.0), (4, 4.0), (6, 8.0)]
   losses = lambda d: [v for _, v in support.read_scalars(str(tmp_path / d))['train/loss']]
   np.testing.assert_allclose(losses('flagged'), losses('plain'), rtol=1e-5)
+
+
+def test_parser_crf_loss_defers_its_flagged_sentences():
+  """The parser computes log Z in its loss: under the train program its flagged sentences weigh 0 and
+  are reported (the exact program then recomputes them); the rest of the loss is that of the exact
+  loss without them, with finite gradients."""
+  from jax_structured.training import parse_task  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(5)
+  b, n, r = 4, 6, 5
+  arc = rng.normal(size=(b, n, n)).astype(np.float32)
+  arc[1, 0, 1] = arc[1, 1, 0] = 40.0  # sentence 1: a dominant 2-cycle, beyond the LU path
+  outputs = {'arc_scores': jnp.asarray(arc), 'root_scores': jnp.asarray(rng.normal(size=(b, n)), jnp.float32),
+             'relation_logits': jnp.asarray(rng.normal(size=(b, n + 1, n, r)), jnp.float32)}
+  batch = {'heads': jnp.asarray(np.tile(np.arange(-1, n - 1), (b, 1)), jnp.int32),
+           'relations': jnp.full((b, n), 2, jnp.int32), 'lengths': jnp.array([6, 6, 4, 0], jnp.int32),
+           'example_mask': jnp.array([1.0, 1.0, 1.0, 0.0])}
+  task = parse_task.ParseTask(ml_collections.ConfigDict({'model': {'loss': 'crf', 'tag_loss_weight': 0.0}}))
+
+  def deferred(arc_scores):
+    loss, metrics, flagged = task.deferred_loss_and_metrics({**outputs, 'arc_scores': arc_scores}, batch,
+                                                            jnp.zeros(b, bool))
+    return loss, (metrics, flagged)
+
+  (loss, (metrics, flagged)), grad = jax.jit(jax.value_and_grad(deferred, has_aux=True))(outputs['arc_scores'])
+  np.testing.assert_array_equal(flagged, [False, True, False, False])
+  assert np.isfinite(loss) and np.isfinite(grad).all() and not np.asarray(grad[1]).any()
+  without = {**batch, 'example_mask': jnp.array([1.0, 0.0, 1.0, 0.0])}
+  with trees.exact_mode('in_program'):
+    exact_loss, exact_metrics = jax.jit(task.loss_and_metrics)(outputs, without)
+  np.testing.assert_allclose(loss, exact_loss, rtol=1e-6)
+  np.testing.assert_allclose(metrics['loss'], exact_metrics['loss'], rtol=1e-6)
