@@ -163,20 +163,30 @@ def test_example_flags_contract():
     exactness.example_flags([jnp.zeros(4, bool)], 3)
 
 
-def test_flagged_rows_and_merge():
-  batch = {'tokens': np.arange(12).reshape(6, 2), 'example_mask': np.ones(6, np.float32),
+def test_select_rows_chunk_size_and_merge():
+  assert [parallel.exact_chunk_size(b) for b in (1, 8, 9, 32, 64, 100)] == [1, 1, 2, 4, 8, 16]
+  assert parallel.exact_chunk_size(32, 8) == 8 and parallel.exact_chunk_size(64, 6) == 12
+  batch = {'tokens': np.arange(24).reshape(12, 2), 'example_mask': np.ones(12, np.float32),
            'step': np.int32(3)}
-  flagged = np.array([False, True, False, False, True, True])
-  sub = parallel.flagged_rows(batch, flagged, 2)
+  sub = parallel.select_rows(batch, np.array([1, 4, 5]), 4)
   assert sub['tokens'].shape == (4, 2) and sub['step'] == 3
   np.testing.assert_array_equal(sub['tokens'][:3], batch['tokens'][[1, 4, 5]])
   np.testing.assert_array_equal(sub['example_mask'], [1, 1, 1, 0])
-  hot = lambda v, b: ({'x': np.zeros((6, 2)), 'y': np.zeros(12)}, flagged)
-  exact = lambda v, b: {'x': b['tokens'] + 100, 'y': np.repeat(b['tokens'][:, 0], 2)}
+  flagged = np.zeros(12, bool)
+  flagged[[1, 4, 5, 9]] = True  # 4 flagged, chunks of 2: two calls of the exact function
+  calls = []
+  hot = lambda v, b: ({'x': np.zeros((12, 2)), 'y': np.zeros(24)}, flagged)
+
+  def exact(v, b):
+    calls.append(b['tokens'].shape[0])
+    return {'x': b['tokens'] + 100, 'y': np.repeat(b['tokens'][:, 0], 2)}
+
   merged = parallel.with_exact_rows(hot, exact, None, batch)
-  np.testing.assert_array_equal(merged['x'][[1, 4, 5]], batch['tokens'][[1, 4, 5]] + 100)
-  assert not merged['x'][[0, 2, 3]].any()
-  np.testing.assert_array_equal(merged['y'].reshape(6, 2)[[1, 4, 5], 0], batch['tokens'][[1, 4, 5], 0])
+  assert calls == [2, 2]
+  rows = [1, 4, 5, 9]
+  np.testing.assert_array_equal(merged['x'][rows], batch['tokens'][rows] + 100)
+  assert not np.delete(merged['x'], rows, axis=0).any()
+  np.testing.assert_array_equal(merged['y'].reshape(12, 2)[rows, 0], batch['tokens'][rows, 0])
 
 
 def test_trainer_runs_flagged_examples_through_the_exact_program(tmp_path, monkeypatch):

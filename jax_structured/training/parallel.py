@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import jax
+import jax.numpy as jnp
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 import numpy as np
@@ -180,19 +181,24 @@ class Runner:
   def finish_train(self, state: Any, metrics: Any, pending: Any, batch: Mapping[str, Any],
                    rng: jax.Array) -> tuple[Any, Any]:
     """Completes a step `start_train` dispatched: reads its number of flagged examples (waits for the
-    step); when there are any, computes their gradient with the exact program and applies one update
-    with both. Returns (state, metrics)."""
+    step); when there are any, computes their gradient with the exact program (`exact_chunks` of them
+    per call) and applies one update with both. Returns (state, metrics)."""
     num_flagged = int(self._first(pending['num_flagged']))
     if not num_flagged:
       return state, metrics
     self._require_exact()
-    sub_batch = flagged_rows(self._host_batch(batch), self._first(pending['flagged']), self.num_shards)
-    device_sub_batch = self.shard_batch(sub_batch)
-    grads, count, exact_metrics = self._timed_if_new('exact gradients', self._exact_gradients, state,
-                                                     device_sub_batch, rng)
+    grad_sums, count, extra = None, None, {}
+    for sub_batch in self._flagged_chunks(batch, self._first(pending['flagged'])):
+      grads, chunk_count, chunk_metrics = self._timed_if_new('exact gradients', self._exact_gradients,
+                                                             state, sub_batch, rng)
+      weighted = jax.tree.map(lambda g: g * _broadcast(chunk_count, g), grads)
+      grad_sums = weighted if grad_sums is None else jax.tree.map(jnp.add, grad_sums, weighted)
+      count = chunk_count if count is None else count + chunk_count
+      extra = add_metrics(extra, chunk_metrics)
+    grads = jax.tree.map(lambda g: g / _broadcast(jnp.maximum(count, 1.0), g), grad_sums)
     state, step_metrics = self._timed_if_new(
         'apply combined', self._apply_combined, state, pending['grads'], pending['count'], grads, count)
-    extra = {**exact_metrics, **step_metrics}
+    extra = {**extra, **step_metrics}
     if self.mode == 'pmap':
       extra = jax.tree.map(lambda x: x[0], extra)
     return state, add_metrics(metrics, extra)
@@ -206,11 +212,20 @@ class Runner:
     if not flagged.any():
       return metrics
     self._require_exact()
-    sub_batch = self.shard_batch(flagged_rows(self._host_batch(batch), flagged, self.num_shards))
-    exact_metrics, _ = self._timed_if_new('exact eval', self._exact_eval, state, sub_batch)
-    if self.mode == 'pmap':
-      exact_metrics = jax.tree.map(lambda x: x[0], exact_metrics)
-    return add_metrics(metrics, exact_metrics)
+    for sub_batch in self._flagged_chunks(batch, flagged):
+      exact_metrics, _ = self._timed_if_new('exact eval', self._exact_eval, state, sub_batch)
+      if self.mode == 'pmap':
+        exact_metrics = jax.tree.map(lambda x: x[0], exact_metrics)
+      metrics = add_metrics(metrics, exact_metrics)
+    return metrics
+
+  def _flagged_chunks(self, batch: Mapping[str, Any], flagged: np.ndarray) -> Iterator[dict[str, Any]]:
+    """The flagged examples of a device batch as device batches of `exact_chunk_size` rows."""
+    host_batch = self._host_batch(batch)
+    rows = np.flatnonzero(flagged)
+    size = exact_chunk_size(flagged.shape[0], self.num_shards)
+    for start in range(0, rows.size, size):
+      yield self.shard_batch(select_rows(host_batch, rows[start:start + size], size))
 
   def _first(self, x: Any) -> np.ndarray:
     """A host copy of a replicated output (pmap: of the first local device's copy)."""
@@ -263,23 +278,34 @@ def add_metrics(a: Mapping[str, tuple], b: Mapping[str, tuple]) -> dict[str, tup
   return out
 
 
-def flagged_rows(batch: Mapping[str, np.ndarray], flagged: np.ndarray, multiple: int) -> dict[str, np.ndarray]:
-  """The examples `flagged` (bool [B]) of a global numpy batch, as a batch of their own.
+def exact_chunk_size(batch_size: int, multiple: int = 1) -> int:
+  """Rows per call of an exact program over the flagged examples of a batch of `batch_size`: the power
+  of two at or above an eighth of the batch, rounded up to a multiple of `multiple` (the data shards).
 
-  Its size is the power of two at or above their number, at least and a multiple of `multiple` (the
-  data shards), so that few shapes compile; the slots past the flagged examples repeat them with
-  `example_mask` 0. Arrays without the batch axis (and the other axes) are kept as they are.
+  One size per batch shape, so that the exact programs compile once per batch shape (a size per
+  number of flagged examples compiled up to log2(B) programs of 10-30 s each on a CPU); one flagged
+  example costs a program over an eighth of the batch, many take several calls.
   """
-  rows = np.flatnonzero(flagged)
-  size = max(multiple, 1 << max(0, rows.size - 1).bit_length())
-  size = -(-size // multiple) * multiple
+  size = 1 << max(0, -(-batch_size // 8) - 1).bit_length()
+  return -(-max(size, multiple) // multiple) * multiple
+
+
+def select_rows(batch: Mapping[str, np.ndarray], rows: np.ndarray, size: int) -> dict[str, np.ndarray]:
+  """The examples `rows` (indices, at most `size`) of a global numpy batch, as a batch of `size`: the
+  slots past them repeat them with `example_mask` 0. Arrays without the batch axis are kept."""
+  batch_size = len(next(v for v in batch.values() if np.ndim(v)))
   slots = np.resize(rows, size)
-  batch_size = flagged.shape[0]
   out = {k: (np.asarray(v)[slots] if np.ndim(v) and np.shape(v)[0] == batch_size else v)
          for k, v in batch.items()}
   mask = np.asarray(batch['example_mask'])[slots] if 'example_mask' in batch else np.ones(size, np.float32)
-  out['example_mask'] = np.where(np.arange(size) < rows.size, mask, np.zeros_like(mask))
+  out['example_mask'] = np.where(np.arange(size) < len(rows), mask, np.zeros_like(mask))
   return out
+
+
+def _broadcast(count: jax.Array, like: jax.Array) -> jax.Array:
+  """A loss count (scalar, or [local devices] under pmap) shaped to multiply a gradient leaf."""
+  count = jnp.asarray(count, like.dtype)
+  return count.reshape(count.shape + (1,) * (like.ndim - count.ndim))
 
 
 def with_exact_rows(hot: Callable, exact: Callable, variables: Any, batch: Mapping[str, Any]) -> Any:
@@ -288,7 +314,7 @@ def with_exact_rows(hot: Callable, exact: Callable, variables: Any, batch: Mappi
   For programs over a model outside training (`analysis.induce`): `hot` is the program with the trees
   functions' LU path only, returning (outputs, flagged bool [B]) (`nn.exactness.example_flags`);
   `exact` the same under `trees.exact_mode('in_program')`, returning outputs, run on the flagged
-  examples only (`flagged_rows`). Every output leaf must be example-major (leading size a multiple
+  examples only (`select_rows`, `exact_chunk_size` per call). Every output leaf must be example-major (leading size a multiple
   of B, the `nn.exactness` contract).
   """
   outputs, flagged = hot(variables, batch)
@@ -296,15 +322,17 @@ def with_exact_rows(hot: Callable, exact: Callable, variables: Any, batch: Mappi
   if not flagged.any():
     return outputs
   host_batch = {k: np.asarray(v) for k, v in batch.items()}
-  rows = np.flatnonzero(flagged)
-  exact_outputs = exact(variables, flagged_rows(host_batch, flagged, 1))
-  size = flagged.shape[0]
+  batch_size, flagged_rows = flagged.shape[0], np.flatnonzero(flagged)
+  outputs = jax.tree.map(np.array, outputs)
+  size = exact_chunk_size(batch_size)
+  for start in range(0, flagged_rows.size, size):
+    rows = flagged_rows[start:start + size]
+    exact_outputs = exact(variables, select_rows(host_batch, rows, size))
 
-  def merge(h, e):
-    h, e = np.array(h), np.asarray(e)
-    per = h.shape[0] // size
-    merged = h.reshape((size, per) + h.shape[1:])
-    merged[rows] = e.reshape((-1, per) + e.shape[1:])[:rows.size]
-    return merged.reshape(h.shape)
+    def merge(h, e, rows=rows):
+      per = h.shape[0] // batch_size
+      h.reshape((batch_size, per) + h.shape[1:])[rows] = np.asarray(e).reshape((-1, per) + e.shape[1:])[:rows.size]
+      return h
 
-  return jax.tree.map(merge, outputs, exact_outputs)
+    outputs = jax.tree.map(merge, outputs, exact_outputs)
+  return outputs
