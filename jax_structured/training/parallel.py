@@ -86,16 +86,19 @@ class Runner:
       self.local_devices = jax.local_devices()
       local_mesh = jax.sharding.Mesh(np.asarray(self.local_devices), ('local',))
       self.stacked = NamedSharding(local_mesh, P('local'))
-      self._train = jax.pmap(train_step, axis_name=AXIS, in_axes=(0, 0, None), donate_argnums=(0,))
+      self._not_blocked = jax.device_put(np.zeros(len(self.local_devices), bool), self.stacked)
+      self._train = jax.pmap(train_step, axis_name=AXIS, in_axes=(0, 0, None, 0), donate_argnums=(0,))
       self._eval = jax.pmap(eval_step, axis_name=AXIS, in_axes=(0, 0))
       if self._has_exact:
         self._exact_gradients = jax.pmap(exact_gradients, axis_name=AXIS, in_axes=(0, 0, None))
         self._apply_combined = jax.pmap(apply_combined, axis_name=AXIS, donate_argnums=(0,))
         self._exact_eval = jax.pmap(exact_eval_step, axis_name=AXIS, in_axes=(0, 0))
     else:
+      self._not_blocked = self.replicate(np.zeros((), bool))
       shard = lambda fn, in_specs, out_specs: jax.shard_map(fn, mesh=self.mesh, in_specs=in_specs,
                                                             out_specs=out_specs, check_vma=False)
-      self._train = jax.jit(shard(train_step, (P(), P(AXIS), P()), (P(), P(), P())), donate_argnums=(0,))
+      self._train = jax.jit(shard(train_step, (P(), P(AXIS), P(), P()), (P(), P(), P())),
+                            donate_argnums=(0,))
       self._eval = jax.jit(shard(eval_step, (P(), P(AXIS)), (P(), P())))
       if self._has_exact:
         self._exact_gradients = jax.jit(shard(exact_gradients, (P(), P(AXIS), P()), (P(), P(), P())))
@@ -170,21 +173,31 @@ class Runner:
     """One whole train step: `start_train` then `finish_train` (waits for the step)."""
     return self.finish_train(*self.start_train(state, batch, rng), batch, rng)
 
-  def start_train(self, state: Any, batch: Mapping[str, Any], rng: jax.Array) -> tuple[Any, Any, Any]:
+  def start_train(self, state: Any, batch: Mapping[str, Any], rng: jax.Array,
+                  blocked: Any = None) -> tuple[Any, Any, Any]:
     """Dispatches the train program; returns (state, metrics, pending) for `finish_train`. The state is
-    final unless the batch had flagged examples (`steps.train_step`)."""
-    state, metrics, pending = self._timed_if_new('train', self._train, state, batch, rng)
+    final unless `pending['stalled']`: the batch had flagged examples, or `blocked` (the previous
+    step's `pending['stalled']`, not yet read on the host) was True (`steps.train_step`)."""
+    if blocked is None:
+      blocked = self._not_blocked
+    state, metrics, pending = self._timed_if_new('train', self._train, state, batch, rng, blocked)
     if self.mode == 'pmap':
       metrics = jax.tree.map(lambda x: x[0], metrics)
     return state, metrics, pending
 
+  def flagged_count(self, pending: Any) -> int:
+    """The number of flagged examples of a dispatched train step (waits for the step)."""
+    return int(self._first(pending['num_flagged']))
+
   def finish_train(self, state: Any, metrics: Any, pending: Any, batch: Mapping[str, Any],
                    rng: jax.Array) -> tuple[Any, Any]:
     """Completes a step `start_train` dispatched: reads its number of flagged examples (waits for the
-    step); when there are any, computes their gradient with the exact program (`exact_chunks` of them
-    per call) and applies one update with both. Returns (state, metrics)."""
-    num_flagged = int(self._first(pending['num_flagged']))
-    if not num_flagged:
+    step); when there are any, computes their gradient with the exact program (`exact_chunk_size` of
+    them per call) and applies one update with both. `state`: the step's returned state (or that of
+    a blocked step dispatched after it). Returns (state, metrics)."""
+    if not self.flagged_count(pending):
+      if bool(self._first(pending['stalled'])):
+        raise RuntimeError('this train step was blocked: run it again (start_train) instead')
       return state, metrics
     self._require_exact()
     grad_sums, count, extra = None, None, {}

@@ -52,7 +52,8 @@ class ParseTask(tasks.Task):
     if self.loss != 'crf':
       return super().deferred_loss_and_metrics(outputs, batch, flagged)
     log_z, own = exactness.defer_log_partition(parser.crf_log_partition(outputs, batch['lengths']))
-    flagged = flagged | (own & (tasks.example_weights(batch) > 0))
+    own = own & (tasks.example_weights(batch) > 0)
+    flagged = own if flagged is None else flagged | own
     loss, metrics = parser.loss_and_metrics(outputs, tasks.without_examples(batch, flagged),
                                             loss=self.loss, tag_loss_weight=self.tag_loss_weight,
                                             log_z=log_z)

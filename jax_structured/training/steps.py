@@ -58,7 +58,10 @@ def _example_count(batch: Mapping[str, jax.Array]) -> int:
 
 def _real_flags(flags, batch, batch_size):
   """bool [B]: the real examples (`example_mask` > 0) with a flagged tree (`nn.exactness`); a padding
-  example's trees never send a batch to the exact program."""
+  example's trees never send a batch to the exact program. None when no module sowed flags (the model
+  computes no trees: known when the step is traced)."""
+  if not jax.tree.leaves(flags):
+    return None
   return exactness.example_flags(flags, batch_size) & (tasks_lib.example_weights(batch) > 0)
 
 
@@ -89,19 +92,24 @@ def _dropout_key(rng, step, axis_name):
   return jax.random.fold_in(jax.random.fold_in(rng, step), jax.lax.axis_index(axis_name))
 
 
-def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array, *,
-               apply_fn: Callable, task: tasks_lib.Task, tx: optax.GradientTransformation,
-               embed_mask: Any, axis_name: str = 'data', project: Optional[Callable[[Any], Any]] = None,
+def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array,
+               blocked: Optional[jax.Array] = None, *, apply_fn: Callable, task: tasks_lib.Task,
+               tx: optax.GradientTransformation, embed_mask: Any, axis_name: str = 'data',
+               project: Optional[Callable[[Any], Any]] = None,
                ) -> tuple[TrainState, dict[str, Any], dict[str, Any]]:
   """One synchronous data-parallel SGD step on this shard's part of the global batch; the program
   holds the LU path of the trees functions only (`nn.exactness`).
 
   The model runs with the `FLAGGED` collection mutable: the examples with a tree that the LU error
   estimate flagged (rare: sharp scores) get weight 0 in the loss, and are listed in `pending`. When
-  none is flagged anywhere, the update is applied here. Otherwise the state is returned unchanged
-  and the caller completes the step (`Runner.complete_train_step`): the flagged examples' gradient by
-  `exact_gradients` (the exact path, in a separate program), then one update with both
-  (`apply_combined`); losses are sums over examples, so the split is exact.
+  none is flagged anywhere (and the step is not `blocked`), the update is applied here. Otherwise the
+  state is returned unchanged and the caller completes the step (`Runner.finish_train`): the flagged
+  examples' gradient by `exact_gradients` (the exact path, in a separate program), then one update
+  with both (`apply_combined`); losses are sums over examples, so the split is exact.
+
+  `blocked` (bool [], the previous step's `pending['stalled']`) lets the caller dispatch a step before
+  it has read whether the previous one needs completing: a blocked step changes nothing (the caller
+  reruns it after completing the previous step), so no host round trip sits between two steps.
 
   The shard's gradient of its mean loss is weighted by count_shard * num_shards / count_total
   (counts of real examples/tokens from the task's `'loss'` metric), so `pmean` over `axis_name`
@@ -113,6 +121,7 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
     batch: this shard's batch dict (numpy layout of docs/internals.md, leading axis B / shards); the
       model and the task see it with 'step' (int32 [], `state.step`) added.
     rng: the base PRNG key of the run (replicated).
+    blocked: None, or bool [] (replicated): True leaves the state unchanged (see above).
     apply_fn: `model.apply`.
     task: the task (loss and metrics).
     tx: the optax transformation (`optimizers.build`).
@@ -125,7 +134,8 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
     (new state, {metric: (sum, count)} summed over shards, with 'grad_norm': (norm, 1) when the update
     was applied here (0, 0 otherwise) and 'flagged_examples': (number flagged, number of examples),
     pending: {'grads': the global mean gradient of the other examples, 'count': their loss count,
-    'flagged': bool [B global] (replicated), 'num_flagged': int32 []}).
+    'flagged': bool [B global] (replicated), 'num_flagged': int32 [], 'stalled': bool [], True when
+    the update was not applied here (flagged examples, or blocked)}).
   """
   rng = _dropout_key(rng, state.step, axis_name)
   batch = {**batch, 'step': state.step}  # int32 []: schedules inside models (e.g. Luo & Zhu's slope)
@@ -141,17 +151,24 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
   (_, (metrics, flagged)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
   weight, total = _gradient_weight(metrics['loss'][1], axis_name)
   grads = jax.lax.pmean(jax.tree.map(lambda g: g * weight.astype(g.dtype), grads), axis_name)
-  num_flagged = jax.lax.psum(jnp.sum(flagged, dtype=jnp.int32), axis_name)
   updated, grad_norm = _apply_gradients(state, grads, tx=tx, embed_mask=embed_mask, project=project)
+  metrics = _sum_metrics(metrics, axis_name)
+  real = jax.lax.psum(jnp.sum(tasks_lib.example_weights(batch) > 0, dtype=jnp.float32), axis_name)
+  if flagged is None:  # no trees in this model: the plain step (it never stalls, so is never blocked)
+    metrics['grad_norm'] = (grad_norm, jnp.ones((), jnp.float32))
+    metrics['flagged_examples'] = (jnp.zeros((), jnp.float32), real)
+    return updated, metrics, {'num_flagged': jnp.zeros((), jnp.int32), 'stalled': jnp.zeros((), bool)}
+  num_flagged = jax.lax.psum(jnp.sum(flagged, dtype=jnp.int32), axis_name)
   clean = num_flagged == 0
+  if blocked is not None:
+    clean = clean & ~blocked
   # A select, not a lax.cond: on a GPU a conditional's predicate is read on the host.
   new_state = jax.tree.map(lambda new, old: jnp.where(clean, new, old), updated, state)
-  metrics = _sum_metrics(metrics, axis_name)
   metrics['grad_norm'] = (jnp.where(clean, grad_norm, 0.0), clean.astype(jnp.float32))
-  real = jnp.sum(tasks_lib.example_weights(batch) > 0, dtype=jnp.float32)
-  metrics['flagged_examples'] = (num_flagged.astype(jnp.float32), jax.lax.psum(real, axis_name))
+  metrics['flagged_examples'] = (num_flagged.astype(jnp.float32), real)
   pending = {'grads': grads, 'count': total,
-             'flagged': jax.lax.all_gather(flagged, axis_name, tiled=True), 'num_flagged': num_flagged}
+             'flagged': jax.lax.all_gather(flagged, axis_name, tiled=True), 'num_flagged': num_flagged,
+             'stalled': ~clean}
   return new_state, metrics, pending
 
 
@@ -222,6 +239,8 @@ def eval_step(state: TrainState, batch: Mapping[str, jax.Array], *, apply_fn: Ca
     flagged = _real_flags(mutated.get(exactness.FLAGGED, {}), batch, batch_size)
     _, metrics, flagged = task.deferred_loss_and_metrics(outputs, batch, flagged)
     metrics = dict(metrics)
+    if flagged is None:
+      flagged = jnp.zeros((batch_size,), bool)
     metrics.update(task.eval_metrics(outputs, tasks_lib.without_examples(batch, flagged),
                                      mutated.get('intermediates', {})))
   return _sum_metrics(metrics, axis_name), jax.lax.all_gather(flagged, axis_name, tiled=True)

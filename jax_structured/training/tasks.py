@@ -84,12 +84,15 @@ class Task:
   def loss_and_metrics(self, outputs: Any, batch: Mapping[str, jax.Array]) -> tuple[jax.Array, Metrics]:
     raise NotImplementedError(f'{type(self).__name__} must implement loss_and_metrics')
 
-  def deferred_loss_and_metrics(self, outputs: Any, batch: Mapping[str, jax.Array], flagged: jax.Array
-                                ) -> tuple[jax.Array, Metrics, jax.Array]:
+  def deferred_loss_and_metrics(self, outputs: Any, batch: Mapping[str, jax.Array],
+                                flagged: jax.Array | None) -> tuple[jax.Array, Metrics, jax.Array | None]:
     """`loss_and_metrics` without the examples `flagged` (bool [B]: the model's trees there were
     flagged by the LU error estimate, `nn.exactness`; the training step recomputes them with a
-    separate program): their `example_mask` is 0. Returns (loss, metrics, flagged); a task whose loss
-    computes trees itself (the parser's CRF) adds the examples it flags there."""
+    separate program): their `example_mask` is 0. `flagged` None: the model computes no trees.
+    Returns (loss, metrics, flagged); a task whose loss computes trees itself (the parser's CRF) adds
+    the examples it flags there (and returns flags even for None)."""
+    if flagged is None:
+      return (*self.loss_and_metrics(outputs, batch), None)
     return (*self.loss_and_metrics(outputs, without_examples(batch, flagged)), flagged)
 
   def eval_metrics(self, outputs: Any, batch: Mapping[str, jax.Array],

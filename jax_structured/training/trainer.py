@@ -368,17 +368,34 @@ class _TrainLoop:
     self._state = value
 
   def _finish(self) -> None:
-    """Completes the open train step (`parallel.Runner.finish_train`: waits for it; examples with
-    flagged trees, if it had any, by the exact program) and queues its metrics for logging. Called
-    after the next batch is placed, so that the host prepares it while the device runs the step."""
-    if self._open is None:
-      return
-    metrics, pending, device_batch, shapes = self._open
-    self._open = None
+    """Completes the open train step (`_settle`), so that the state is that after every step."""
+    if self._open is not None:
+      record, self._open = self._open, None
+      self._settle(record)
+
+  def _settle(self, record: tuple) -> None:
+    """Reads whether `record`'s step had flagged examples (waits for it) and queues its metrics for
+    logging; if it had, completes it with the exact program (`parallel.Runner.finish_train`) and runs
+    the open step again, which was dispatched blocked (`steps.train_step`) before this was known."""
+    metrics, pending, device_batch, shapes = record
     with _out_of_memory_names(self.run.config, f'the train step {self.step}', [shapes]):
-      self._state, metrics = self.runner.finish_train(self._state, metrics, pending, device_batch,
-                                                      self.rng)
+      if self.runner.flagged_count(pending):
+        self._state, metrics = self.runner.finish_train(self._state, metrics, pending, device_batch,
+                                                        self.rng)
+        if self._open is not None:
+          _, _, open_batch, open_shapes = self._open
+          self._open = self._dispatch(open_batch, open_shapes, blocked=None)
     self.pending.append((metrics, shapes))
+
+  def _dispatch(self, device_batch, shapes, blocked) -> tuple:
+    """Starts a train step on the device; returns its record (metrics, pending, batch, shapes)."""
+    with _out_of_memory_names(self.run.config, f'the train step {self.step + 1}', [shapes]):
+      # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a
+      # bug (jax.pmap itself transfers a scalar per call, so its driver is exempt).
+      with jax.transfer_guard_host_to_device('allow' if self.runner.mode == 'pmap' else 'disallow'):
+        self._state, metrics, pending = self.runner.start_train(self._state, device_batch, self.rng,
+                                                                blocked)
+    return metrics, pending, device_batch, shapes
 
   def train(self, hooks) -> None:
     run, cfg = self.run, self.run.train_cfg
@@ -423,13 +440,14 @@ class _TrainLoop:
     shapes = _shapes(batch)
     with _out_of_memory_names(run.config, f'the train step {self.step + 1}', [shapes]):
       device_batch = self.runner.shard_batch(batch)
-    self._finish()  # the previous step, while this batch is on its way to the device
-    with _out_of_memory_names(run.config, f'the train step {self.step + 1}', [shapes]):
-      # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a
-      # bug (jax.pmap itself transfers a scalar per call, so its driver is exempt).
-      with jax.transfer_guard_host_to_device('allow' if self.runner.mode == 'pmap' else 'disallow'):
-        self._state, metrics, pending = self.runner.start_train(self._state, device_batch, self.rng)
-    self._open = (metrics, pending, device_batch, shapes)
+    # Dispatched before the previous step is read: no host round trip between two steps. It is
+    # blocked (changes nothing) if the previous step turns out to need the exact program, and then
+    # runs again once that is done (`_settle`).
+    previous = self._open
+    self._open = self._dispatch(device_batch, shapes,
+                                blocked=None if previous is None else previous[1]['stalled'])
+    if previous is not None:
+      self._settle(previous)
     self.step += 1
     self.loop.batch_in_epoch = i + 1
     if self.loop.batch_in_epoch < run.steps_per_epoch:
