@@ -194,7 +194,8 @@ class Runner:
     """Completes a step `start_train` dispatched: reads its number of flagged examples (waits for the
     step); when there are any, computes their gradient with the exact program (`exact_chunk_size` of
     them per call) and applies one update with both. `state`: the step's returned state (or that of
-    a blocked step dispatched after it). Returns (state, metrics)."""
+    a blocked step dispatched after it); `batch`: its global numpy batch (or, in one process, the
+    device batch). Returns (state, metrics)."""
     if not self.flagged_count(pending):
       if bool(self._first(pending['stalled'])):
         raise RuntimeError('this train step was blocked: run it again (start_train) instead')
@@ -216,8 +217,10 @@ class Runner:
       extra = jax.tree.map(lambda x: x[0], extra)
     return state, add_metrics(metrics, extra)
 
-  def evaluate(self, state: Any, batch: Mapping[str, Any]) -> Any:
-    """Metric sums of one batch; the examples with flagged trees by the exact program."""
+  def evaluate(self, state: Any, batch: Mapping[str, Any],
+               host_batch: Mapping[str, np.ndarray] | None = None) -> Any:
+    """Metric sums of one batch (from `shard_batch`); the examples with flagged trees by the exact
+    program, gathered from `host_batch` (the global numpy batch; needed with several processes)."""
     metrics, flagged = self._timed_if_new('eval', self._eval, state, batch)
     flagged = self._first(flagged)
     if self.mode == 'pmap':
@@ -225,7 +228,7 @@ class Runner:
     if not flagged.any():
       return metrics
     self._require_exact()
-    for sub_batch in self._flagged_chunks(batch, flagged):
+    for sub_batch in self._flagged_chunks(batch if host_batch is None else host_batch, flagged):
       exact_metrics, _ = self._timed_if_new('exact eval', self._exact_eval, state, sub_batch)
       if self.mode == 'pmap':
         exact_metrics = jax.tree.map(lambda x: x[0], exact_metrics)
@@ -233,7 +236,7 @@ class Runner:
     return metrics
 
   def _flagged_chunks(self, batch: Mapping[str, Any], flagged: np.ndarray) -> Iterator[dict[str, Any]]:
-    """The flagged examples of a device batch as device batches of `exact_chunk_size` rows."""
+    """The flagged examples of a batch (`_host_batch`) as device batches of `exact_chunk_size` rows."""
     host_batch = self._host_batch(batch)
     rows = np.flatnonzero(flagged)
     size = exact_chunk_size(flagged.shape[0], self.num_shards)
@@ -246,11 +249,13 @@ class Runner:
     return x[0] if self.mode == 'pmap' else x
 
   def _host_batch(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """The global numpy batch of a device batch from `shard_batch` (one process)."""
+    """The global numpy batch: `batch` itself when it is one (every process holds the same global
+    batch), else that of a device batch from `shard_batch` (one process)."""
+    if all(isinstance(v, np.ndarray) or np.isscalar(v) for v in batch.values()):
+      return dict(batch)
     if jax.process_count() > 1:
-      raise NotImplementedError('gathering the flagged examples of a multi-process batch is not '
-                                'implemented: train with one process per host group, or with '
-                                "trees.exact_mode('in_program') in the model")
+      raise ValueError('the flagged examples of a multi-process batch are gathered from the global '
+                       'numpy batch: pass it (host_batch) instead of the device batch')
     if self.mode == 'pmap':
       return {k: np.asarray(v).reshape((-1,) + v.shape[2:]) for k, v in batch.items()}
     return {k: np.asarray(v) for k, v in batch.items()}

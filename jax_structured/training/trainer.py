@@ -177,7 +177,7 @@ def _evaluate_sums(setup: _Setup, state: Any, split, batch_size: int) -> dict[st
     where = f'{split.name} batch {i}'
     check_batch(batch, where=where, num_classes=setup.task_data.num_classes, task_name=task_name)
     with _out_of_memory_names(setup.config, f'the evaluation of {where}', [_shapes(batch)], eval_batch=True):
-      acc.add(setup.runner.evaluate(state, setup.runner.shard_batch(batch)))
+      acc.add(setup.runner.evaluate(state, setup.runner.shard_batch(batch), batch))
   sums = acc.result()
   if not sums:
     raise ValueError(f'split {split.name!r} produced no batches')
@@ -377,25 +377,25 @@ class _TrainLoop:
     """Reads whether `record`'s step had flagged examples (waits for it) and queues its metrics for
     logging; if it had, completes it with the exact program (`parallel.Runner.finish_train`) and runs
     the open step again, which was dispatched blocked (`steps.train_step`) before this was known."""
-    metrics, pending, device_batch, shapes = record
+    metrics, pending, (batch, device_batch), shapes = record
     with _out_of_memory_names(self.run.config, f'the train step {self.step}', [shapes]):
       if self.runner.flagged_count(pending):
-        self._state, metrics = self.runner.finish_train(self._state, metrics, pending, device_batch,
-                                                        self.rng)
+        self._state, metrics = self.runner.finish_train(self._state, metrics, pending, batch, self.rng)
         if self._open is not None:
-          _, _, open_batch, open_shapes = self._open
-          self._open = self._dispatch(open_batch, open_shapes, blocked=None)
+          _, _, open_batches, open_shapes = self._open
+          self._open = self._dispatch(open_batches, open_shapes, blocked=None)
     self.pending.append((metrics, shapes))
 
-  def _dispatch(self, device_batch, shapes, blocked) -> tuple:
-    """Starts a train step on the device; returns its record (metrics, pending, batch, shapes)."""
+  def _dispatch(self, batches, shapes, blocked) -> tuple:
+    """Starts a train step on the device; returns its record (metrics, pending, (numpy batch, device
+    batch), shapes)."""
     with _out_of_memory_names(self.run.config, f'the train step {self.step + 1}', [shapes]):
       # Batches and states are placed explicitly; an implicit host-to-device copy in the step is a
       # bug (jax.pmap itself transfers a scalar per call, so its driver is exempt).
       with jax.transfer_guard_host_to_device('allow' if self.runner.mode == 'pmap' else 'disallow'):
-        self._state, metrics, pending = self.runner.start_train(self._state, device_batch, self.rng,
+        self._state, metrics, pending = self.runner.start_train(self._state, batches[1], self.rng,
                                                                 blocked)
-    return metrics, pending, device_batch, shapes
+    return metrics, pending, batches, shapes
 
   def train(self, hooks) -> None:
     run, cfg = self.run, self.run.train_cfg
@@ -444,7 +444,7 @@ class _TrainLoop:
     # blocked (changes nothing) if the previous step turns out to need the exact program, and then
     # runs again once that is done (`_settle`).
     previous = self._open
-    self._open = self._dispatch(device_batch, shapes,
+    self._open = self._dispatch((batch, device_batch), shapes,
                                 blocked=None if previous is None else previous[1]['stalled'])
     if previous is not None:
       self._settle(previous)

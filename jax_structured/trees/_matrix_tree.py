@@ -79,7 +79,7 @@ Numerics (all exact, no eps, no clamping of scores):
   on a CPU.)
   Value + gradient through `marginals` at B = 64, n = 200 (float32, compiled `memory_analysis`):
   108 MiB of temporaries with any number of sharp sentences vs 88 MiB with the exact path left out
-  (`exact_fallback_enabled`; 140 MiB with the cond-and-scan fallback before, and before the chunked
+  (`exact='flag'`; 140 MiB with the cond-and-scan fallback before, and before the chunked
   exact path 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
   `sample` draws from the same two paths: the LU inverse with Sherman-Morrison updates, and for the
   sentences the estimate sends to the exact path, conditionals from the elimination (O(n^4) per tree).
