@@ -350,6 +350,7 @@ class _TrainLoop:
     self._state = self.runner.place(state)
     # The train step dispatched last, not yet finished (`_finish`): (metrics, pending, batch, shapes).
     self._open: tuple | None = None
+    self._flagged_last = False  # the last finished step needed the exact program
     self.rng = self.runner.put_rng(jax.random.fold_in(jax.random.PRNGKey(run.config.seed), 2))
     self.step = self.step_start = self.logged_step = int(parallel.to_host(state.step))
     self.pending: list[tuple[Any, dict]] = []  # (device metrics, batch shapes) of steps not yet logged
@@ -379,7 +380,8 @@ class _TrainLoop:
     the open step again, which was dispatched blocked (`steps.train_step`) before this was known."""
     metrics, pending, (batch, device_batch), shapes = record
     with _out_of_memory_names(self.run.config, f'the train step {self.step}', [shapes]):
-      if self.runner.flagged_count(pending):
+      self._flagged_last = bool(self.runner.flagged_count(pending))
+      if self._flagged_last:
         self._state, metrics = self.runner.finish_train(self._state, metrics, pending, batch, self.rng)
         if self._open is not None:
           _, _, open_batches, open_shapes = self._open
@@ -440,9 +442,13 @@ class _TrainLoop:
     shapes = _shapes(batch)
     with _out_of_memory_names(run.config, f'the train step {self.step + 1}', [shapes]):
       device_batch = self.runner.shard_batch(batch)
-    # Dispatched before the previous step is read: no host round trip between two steps. It is
-    # blocked (changes nothing) if the previous step turns out to need the exact program, and then
-    # runs again once that is done (`_settle`).
+    if self._flagged_last:
+      # The last step needed the exact program: sharp trees come in runs (a sharpening model), so
+      # the previous step is completed first and this one runs once, unblocked.
+      self._finish()
+    # Otherwise dispatched before the previous step is read: no host round trip between two steps.
+    # It is blocked (changes nothing) if the previous step turns out to need the exact program, and
+    # then runs again once that is done (`_settle`).
     previous = self._open
     self._open = self._dispatch((batch, device_batch), shapes,
                                 blocked=None if previous is None else previous[1]['stalled'])
