@@ -199,13 +199,14 @@ def test_trainer_runs_flagged_examples_through_the_exact_program(tmp_path, monke
   config = support.make_config(**{'train.num_steps': 6, 'train.log_every_steps': 2,
                                   'train.eval_every_steps': 3, 'parallel': 'none'})
   plain = training.train_and_evaluate(config, str(tmp_path / 'plain'))
-  real_flags = steps._real_flags  # pylint: disable=protected-access
+  real_flags = steps.flagged_examples
 
-  def every_other(flags, batch, batch_size):
-    assert real_flags(flags, batch, batch_size) is None  # the tiny model computes no trees
-    return (jnp.arange(batch_size) % 2 == 0) & (tasks.example_weights(batch) > 0)
+  def every_other(flags, batch):
+    assert real_flags(flags, batch) is None  # the tiny model computes no trees
+    real = tasks.example_weights(batch) > 0
+    return (jnp.arange(real.shape[0]) % 2 == 0) & real
 
-  monkeypatch.setattr(steps, '_real_flags', every_other)
+  monkeypatch.setattr(steps, 'flagged_examples', every_other)
   flagged = training.train_and_evaluate(config, str(tmp_path / 'flagged'))
   assert flagged['validation'] == pytest.approx(plain['validation'], rel=1e-5)
   for a, b in zip(jax.tree.leaves(support.params_of(str(tmp_path / 'plain'))),

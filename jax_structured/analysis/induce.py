@@ -81,7 +81,6 @@ def make_decoder(model, *, single_root: bool = True):
   (`nn.exactness`) a second one under `trees.exact_mode('in_program')` over those only (compiled the
   first time one is flagged; `training.parallel.with_exact_rows`)."""
   def decode(variables, batch, exact):
-    batch_size = next(v for v in jax.tree.leaves(batch) if jnp.ndim(v)).shape[0]
     mutable = ['intermediates'] if exact else ['intermediates', exactness.FLAGGED]
     with trees.exact_mode('in_program' if exact else 'flag'):
       logits, state = model.apply(variables, batch, train=False, mutable=mutable)
@@ -90,9 +89,9 @@ def make_decoder(model, *, single_root: bool = True):
       levels = decode_levels(found, single_root=single_root)
     if exact:
       return logits, levels
-    flagged = exactness.example_flags(state.get(exactness.FLAGGED, {}), batch_size)
-    if 'example_mask' in batch:
-      flagged = flagged & (batch['example_mask'] > 0)
+    flagged = training.steps.flagged_examples(state.get(exactness.FLAGGED, {}), batch)
+    if flagged is None:  # no trees computed: nothing to redo
+      flagged = jnp.zeros(training.tasks.example_weights(batch).shape, bool)
     return (logits, levels), flagged
 
   hot = jax.jit(functools.partial(decode, exact=False))

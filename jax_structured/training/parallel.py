@@ -64,7 +64,7 @@ class Runner:
     train_step: `steps.train_step` with everything but (state, batch, rng) bound.
     eval_step: `steps.eval_step` with everything but (state, batch) bound.
     exact_gradients, apply_combined, exact_eval_step: `steps.exact_gradients` (state, batch, rng),
-      `steps.apply_combined` (state, hot grads, hot count, exact grads, exact count) and
+      `steps.apply_combined` (state, hot grads, hot count, exact gradient sums, exact count) and
       `steps.eval_step` with `exact=True` (state, batch), bound like the others (`model_steps` binds
       all five); without them a flagged example is an error.
   """
@@ -205,13 +205,11 @@ class Runner:
     for sub_batch in self._flagged_chunks(batch, self._first(pending['flagged'])):
       grads, chunk_count, chunk_metrics = self._timed_if_new('exact gradients', self._exact_gradients,
                                                              state, sub_batch, rng)
-      weighted = jax.tree.map(lambda g: g * _broadcast(chunk_count, g), grads)
-      grad_sums = weighted if grad_sums is None else jax.tree.map(jnp.add, grad_sums, weighted)
+      grad_sums = grads if grad_sums is None else jax.tree.map(jnp.add, grad_sums, grads)
       count = chunk_count if count is None else count + chunk_count
       extra = add_metrics(extra, chunk_metrics)
-    grads = jax.tree.map(lambda g: g / _broadcast(jnp.maximum(count, 1.0), g), grad_sums)
-    state, step_metrics = self._timed_if_new(
-        'apply combined', self._apply_combined, state, pending['grads'], pending['count'], grads, count)
+    state, step_metrics = self._timed_if_new('apply combined', self._apply_combined, state,
+                                             pending['grads'], pending['count'], grad_sums, count)
     extra = {**extra, **step_metrics}
     if self.mode == 'pmap':
       extra = jax.tree.map(lambda x: x[0], extra)
@@ -320,20 +318,14 @@ def select_rows(batch: Mapping[str, np.ndarray], rows: np.ndarray, size: int) ->
   return out
 
 
-def _broadcast(count: jax.Array, like: jax.Array) -> jax.Array:
-  """A loss count (scalar, or [local devices] under pmap) shaped to multiply a gradient leaf."""
-  count = jnp.asarray(count, like.dtype)
-  return count.reshape(count.shape + (1,) * (like.ndim - count.ndim))
-
-
 def with_exact_rows(hot: Callable, exact: Callable, variables: Any, batch: Mapping[str, Any]) -> Any:
   """`hot(variables, batch)` outputs, with the examples it flags recomputed by `exact`.
 
   For programs over a model outside training (`analysis.induce`): `hot` is the program with the trees
   functions' LU path only, returning (outputs, flagged bool [B]) (`nn.exactness.example_flags`);
   `exact` the same under `trees.exact_mode('in_program')`, returning outputs, run on the flagged
-  examples only (`select_rows`, `exact_chunk_size` per call). Every output leaf must be example-major (leading size a multiple
-  of B, the `nn.exactness` contract).
+  examples only (`select_rows`, `exact_chunk_size` per call). Every output leaf must be example-major
+  (leading size a multiple of B, the `nn.exactness` contract).
   """
   outputs, flagged = hot(variables, batch)
   flagged = np.asarray(flagged)
@@ -349,7 +341,8 @@ def with_exact_rows(hot: Callable, exact: Callable, variables: Any, batch: Mappi
 
     def merge(h, e, rows=rows):
       per = h.shape[0] // batch_size
-      h.reshape((batch_size, per) + h.shape[1:])[rows] = np.asarray(e).reshape((-1, per) + e.shape[1:])[:rows.size]
+      exact_rows = np.asarray(e).reshape((-1, per) + e.shape[1:])[:rows.size]
+      h.reshape((batch_size, per) + h.shape[1:])[rows] = exact_rows
       return h
 
     outputs = jax.tree.map(merge, outputs, exact_outputs)

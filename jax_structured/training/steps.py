@@ -5,6 +5,7 @@ Both steps run on ONE shard of the global batch inside a mapped context with the
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Mapping, Optional
 
 import flax
@@ -52,17 +53,14 @@ def _sum_metrics(metrics, axis_name):
   return {k: (jax.lax.psum(s, axis_name), jax.lax.psum(c, axis_name)) for k, (s, c) in metrics.items()}
 
 
-def _example_count(batch: Mapping[str, jax.Array]) -> int:
-  return tasks_lib.example_weights(batch).shape[0]
-
-
-def _real_flags(flags, batch, batch_size):
-  """bool [B]: the real examples (`example_mask` > 0) with a flagged tree (`nn.exactness`); a padding
-  example's trees never send a batch to the exact program. None when no module sowed flags (the model
-  computes no trees: known when the step is traced)."""
+def flagged_examples(flags: Any, batch: Mapping[str, jax.Array]) -> Optional[jax.Array]:
+  """bool [B]: the real examples (`example_mask` > 0) of `batch` with a tree flagged in `flags` (the
+  `nn.exactness.FLAGGED` collection); a padding example's trees never send a batch to the exact
+  program. None when no module sowed flags (the model computes no trees: known when traced)."""
   if not jax.tree.leaves(flags):
     return None
-  return exactness.example_flags(flags, batch_size) & (tasks_lib.example_weights(batch) > 0)
+  real = tasks_lib.example_weights(batch) > 0
+  return exactness.example_flags(flags, real.shape[0]) & real
 
 
 def _gradient_weight(count, axis_name):
@@ -139,13 +137,11 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
   """
   rng = _dropout_key(rng, state.step, axis_name)
   batch = {**batch, 'step': state.step}  # int32 []: schedules inside models (e.g. Luo & Zhu's slope)
-  batch_size = _example_count(batch)
 
   def loss_fn(params):
     outputs, flags = apply_fn({'params': params, **state.model_state}, batch, train=True,
                               rngs={'dropout': rng}, mutable=[exactness.FLAGGED])
-    flagged = _real_flags(flags, batch, batch_size)
-    loss, metrics, flagged = task.deferred_loss_and_metrics(outputs, batch, flagged)
+    loss, metrics, flagged = task.deferred_loss_and_metrics(outputs, batch, flagged_examples(flags, batch))
     return loss, (metrics, flagged)
 
   (_, (metrics, flagged)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
@@ -175,11 +171,12 @@ def train_step(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array
 def exact_gradients(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.Array, *,
                     apply_fn: Callable, task: tasks_lib.Task, axis_name: str = 'data',
                     ) -> tuple[Any, jax.Array, dict[str, Any]]:
-  """The gradient of the mean loss of `batch` (the flagged examples of a train step, gathered by the
+  """The gradient of the summed loss of `batch` (the flagged examples of a train step, gathered by the
   caller) with the trees functions' exact path in the program (`trees.exact_mode('in_program')`).
+  Summed, so that the gradients of several such batches add up (`Runner.finish_train`).
 
   Returns:
-    (global mean gradient, global loss count, {metric: (sum, count)} summed over shards).
+    (global gradient of the summed loss, global loss count, {metric: (sum, count)} summed over shards).
   """
   rng = _dropout_key(rng, state.step, axis_name)
   batch = {**batch, 'step': state.step}
@@ -191,23 +188,24 @@ def exact_gradients(state: TrainState, batch: Mapping[str, jax.Array], rng: jax.
       return task.loss_and_metrics(outputs, batch)
 
   (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-  weight, total = _gradient_weight(metrics['loss'][1], axis_name)
-  grads = jax.lax.pmean(jax.tree.map(lambda g: g * weight.astype(g.dtype), grads), axis_name)
-  return grads, total, _sum_metrics(metrics, axis_name)
+  count = jnp.asarray(metrics['loss'][1], jnp.float32)
+  grads = jax.lax.psum(jax.tree.map(lambda g: g * count.astype(g.dtype), grads), axis_name)
+  return grads, jax.lax.psum(count, axis_name), _sum_metrics(metrics, axis_name)
 
 
-def apply_combined(state: TrainState, hot_grads: Any, hot_count: jax.Array, exact_grads: Any,
+def apply_combined(state: TrainState, hot_grads: Any, hot_count: jax.Array, exact_grad_sums: Any,
                    exact_count: jax.Array, *, tx: optax.GradientTransformation, embed_mask: Any,
                    project: Optional[Callable[[Any], Any]] = None) -> tuple[TrainState, dict[str, Any]]:
-  """One update with the gradient of the whole batch's mean loss, from the mean gradients of its two
-  parts (`train_step`'s pending gradient and `exact_gradients`), weighted by their loss counts.
+  """One update with the gradient of the whole batch's mean loss, from its two parts: `train_step`'s
+  pending mean gradient over `hot_count` and the summed-loss gradient of `exact_gradients` over
+  `exact_count`.
 
   Returns:
     (new state, {'grad_norm': (norm, 1)}).
   """
   total = jnp.maximum(hot_count + exact_count, 1.0)
-  grads = jax.tree.map(lambda a, b: (a * (hot_count / total).astype(a.dtype)
-                                     + b * (exact_count / total).astype(b.dtype)), hot_grads, exact_grads)
+  grads = jax.tree.map(lambda a, b: (a * hot_count.astype(a.dtype) + b) / total.astype(a.dtype),
+                       hot_grads, exact_grad_sums)
   state, grad_norm = _apply_gradients(state, grads, tx=tx, embed_mask=embed_mask, project=project)
   return state, {'grad_norm': (grad_norm, jnp.ones((), jnp.float32))}
 
@@ -225,22 +223,18 @@ def eval_step(state: TrainState, batch: Mapping[str, jax.Array], *, apply_fn: Ca
     ({metric: (sum, count)} summed over `axis_name`, flagged bool [B global] (replicated; all False
     with `exact`)).
   """
-  batch_size = _example_count(batch)
   variables = {'params': state.params, **state.model_state}
-  if exact:
-    with trees.exact_mode('in_program'):
+  with trees.exact_mode('in_program') if exact else contextlib.nullcontext():
+    if exact:
       outputs, mutated = apply_fn(variables, batch, train=False, mutable=['intermediates'])
-      _, metrics = task.loss_and_metrics(outputs, batch)
-      metrics = dict(metrics)
-      metrics.update(task.eval_metrics(outputs, batch, mutated.get('intermediates', {})))
-    flagged = jnp.zeros((batch_size,), bool)
-  else:
-    outputs, mutated = apply_fn(variables, batch, train=False, mutable=['intermediates', exactness.FLAGGED])
-    flagged = _real_flags(mutated.get(exactness.FLAGGED, {}), batch, batch_size)
-    _, metrics, flagged = task.deferred_loss_and_metrics(outputs, batch, flagged)
-    metrics = dict(metrics)
+      _, metrics, flagged = (*task.loss_and_metrics(outputs, batch), None)
+    else:
+      outputs, mutated = apply_fn(variables, batch, train=False,
+                                  mutable=['intermediates', exactness.FLAGGED])
+      _, metrics, flagged = task.deferred_loss_and_metrics(
+          outputs, batch, flagged_examples(mutated.get(exactness.FLAGGED, {}), batch))
     if flagged is None:
-      flagged = jnp.zeros((batch_size,), bool)
-    metrics.update(task.eval_metrics(outputs, tasks_lib.without_examples(batch, flagged),
-                                     mutated.get('intermediates', {})))
+      flagged = jnp.zeros(tasks_lib.example_weights(batch).shape, bool)
+    metrics = {**metrics, **task.eval_metrics(outputs, tasks_lib.without_examples(batch, flagged),
+                                              mutated.get('intermediates', {}))}
   return _sum_metrics(metrics, axis_name), jax.lax.all_gather(flagged, axis_name, tiled=True)

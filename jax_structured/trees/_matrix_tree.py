@@ -900,13 +900,19 @@ _CHUNK_WORK = 2**17
 _CHUNK_SHARE = 32
 
 
-def _chunk_size(size, n):
-  """Elements per chunk of the exact path: the power of two at or below both `size / _CHUNK_SHARE`
-  and `_CHUNK_WORK / n^3` (at least 1), and at most the power of two at or above `size`
-  (`_replace_flagged` fills a chunk past the last flagged element and drops those results)."""
-  cap = max(1, min(_CHUNK_WORK // max(1, n)**3, size // _CHUNK_SHARE))
+def _power_of_two_chunk(count, cap):
+  """The power of two at or below `cap` (at least 1), and at most the power of two at or above
+  `count`: elements per call of an exact program over `count` elements (the last call's slots past
+  them are filled and their results dropped)."""
+  cap = max(1, cap)
   cap = 1 << (cap.bit_length() - 1)
-  return min(cap, 1 << max(0, size - 1).bit_length())
+  return min(cap, 1 << max(0, count - 1).bit_length())
+
+
+def _chunk_size(size, n):
+  """Elements per chunk of the in-program exact path over a batch of `size`: at most both
+  `size / _CHUNK_SHARE` and `_CHUNK_WORK / n^3` (`_power_of_two_chunk`)."""
+  return _power_of_two_chunk(size, min(_CHUNK_WORK // max(1, n)**3, size // _CHUNK_SHARE))
 
 
 def _replace_flagged(flags, exact_fn, inputs, values, chunk):
@@ -1067,11 +1073,9 @@ _lu_statistics = jax.jit(functools.partial(_traced_statistics, in_program=False)
 
 
 def _outside_chunk(count, n):
-  """Elements per call of the exact program outside (`_statistics_outside`): a power of two at or above
-  `count`, at most `_CHUNK_WORK / n^3` (at least 1), so that few shapes are compiled."""
-  cap = max(1, _CHUNK_WORK // max(1, n)**3)
-  cap = 1 << (cap.bit_length() - 1)
-  return min(cap, 1 << max(0, count - 1).bit_length())
+  """Elements per call of the exact program outside (`_statistics_outside`) for `count` flagged
+  elements: at most `_CHUNK_WORK / n^3` (`_power_of_two_chunk`), so that few shapes are compiled."""
+  return _power_of_two_chunk(count, _CHUNK_WORK // max(1, n)**3)
 
 
 def _statistics_outside(arc_scores, root_scores, lengths, single_root):

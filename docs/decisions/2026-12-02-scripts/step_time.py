@@ -1,17 +1,11 @@
 """Median time of one epoch of chained train steps (no host read) of the default job's model.
   python step_time.py VARIANT ROUNDS
 Works on today's main (Runner.train returns (state, metrics)) and on this change (start_train)."""
-import sys, time, tempfile
+import sys, time
 import jax, numpy as np
-from configs import default
-from jax_structured.training import trainer
+from default_job import prepared_run
 variant = sys.argv[1]; rounds = int(sys.argv[2])
-config = default.get_config()
-v = config.variants[variant]
-for section in v:
-  config[section].update(v[section].to_dict() if hasattr(v[section], 'to_dict') else v[section])
-del config['variants']
-run = trainer._prepare(config, tempfile.mkdtemp())
+run = prepared_run(variant)
 runner, state = run.setup.runner, run.setup.runner.place(run.setup.state)
 rng = runner.put_rng(jax.random.PRNGKey(0))
 batches = [runner.shard_batch(b) for b in run.task_data.splits['train'].batches(run.batch_size, shuffle=True, seed=0, epoch=0)]

@@ -1,16 +1,11 @@
 """In-process: the new hot step as is vs without returning its gradient vs without the select, the
 default job's simple model, chained epochs, interleaved rounds."""
-import sys, time, tempfile, functools
+import sys, time, functools
 import jax, jax.numpy as jnp, numpy as np
-from configs import default
-from jax_structured.training import trainer, steps, parallel
+from default_job import prepared_run
+from jax_structured.training import steps, parallel
 variant = sys.argv[1]; rounds = int(sys.argv[2])
-config = default.get_config()
-v = config.variants[variant]
-for section in v:
-  config[section].update(v[section].to_dict() if hasattr(v[section], 'to_dict') else v[section])
-del config['variants']
-run = trainer._prepare(config, tempfile.mkdtemp())
+run = prepared_run(variant)
 setup = run.setup
 host_state = jax.device_get(setup.state)
 orig = steps.train_step
@@ -41,7 +36,7 @@ for name, fn in (('as is', orig), ('no grads out', no_grads), ('no pending out',
   kw = parallel.model_steps(setup.model.apply, setup.task, setup.tx,
                             jax.tree.map(lambda _: False, setup.state.params))
   kw['train_step'] = functools.partial(fn, **kw['train_step'].keywords)
-  runners[name] = parallel.Runner('shard_map' if config.get('parallel', 'shard_map') != 'none' else 'none', **kw)
+  runners[name] = parallel.Runner(setup.runner.mode, **kw)
 batches0 = list(run.task_data.splits['train'].batches(run.batch_size, shuffle=True, seed=0, epoch=0))
 res = {}
 for name, r in runners.items():

@@ -1,21 +1,17 @@
 """Cost of reading the flag count on the host every train step (the split exact path, issue 48).
 
   python docs/decisions/2026-12-02-scripts/sync_cost.py [ROUNDS] [VARIANT]
-Default job (configs/default.py), its structured variant, mode 'none': the train batches of one epoch
-placed on the device first; per round, K steps dispatched back to back (no host read: what a step costs
-when nothing would ever be flagged) vs the trainer's way (`start_train`, then the next batch, then
-`finish_train` of the previous step, which reads its flag count). Rounds alternate the order.
+Default job (configs/default.py), VARIANT (default 'structured'): the train batches of one epoch placed
+on the device first; per round, the epoch's steps dispatched back to back (no host read: what a step
+costs when nothing would ever be flagged) vs the trainer's protocol (step k dispatched blocked on step
+k-1's `stalled` output, then step k-1's flag count read; a flagged step completed and its successor
+rerun). Rounds alternate the order. Run from the repository root.
 """
-import sys, time, tempfile
+import sys, time
 import jax, numpy as np
-from configs import default
-from jax_structured import config as config_lib
-from jax_structured.training import trainer
-config = default.get_config()
+from default_job import prepared_run
 VARIANT = sys.argv[2] if len(sys.argv) > 2 else 'structured'
-config.model.update(config.variants[VARIANT].model.to_dict() if hasattr(config.variants[VARIANT].model, 'to_dict') else config.variants[VARIANT].model)
-del config.variants
-run = trainer._prepare(config, tempfile.mkdtemp())
+run = prepared_run(VARIANT)
 runner, state = run.setup.runner, run.setup.runner.place(run.setup.state)
 rng = runner.put_rng(jax.random.PRNGKey(0))
 batches = [runner.shard_batch(b) for b in run.task_data.splits['train'].batches(run.batch_size, shuffle=True, seed=0, epoch=0)]
