@@ -9,6 +9,7 @@ from jax_structured import models
 from jax_structured import nn as jsnn
 from jax_structured.models import encoders
 from jax_structured.models import heads
+from configs import liu_lapata as liu_lapata_configs
 from jax_structured.models import liu_lapata
 from jax_structured.models import registry
 
@@ -290,16 +291,6 @@ def test_configs_validate_and_build_every_variant(file, tmp_path, monkeypatch):
     module.get_config('bogus')
 
 
-def test_parse_options_accepts_and_rejects_with_the_file_named():
-  variant, paths, tiny = liu_lapata.parse_options(' tiny, both ,glove=/a,glove=/b', 'x.py',
-                                                  ('none', 'both'), paths=('glove',))
-  assert (variant, paths, tiny) == ('both', {'glove': '/b'}, True)
-  assert liu_lapata.parse_options('', 'x.py', ('none',)) == (None, {}, False)
-  for bad in ('glove=', 'none,both', 'nonsense'):
-    with pytest.raises(ValueError, match='x.py'):
-      liu_lapata.parse_options(bad, 'x.py', ('none', 'both'), paths=('glove',))
-
-
 def test_document_config_rejects_an_unknown_data_key():
   with pytest.raises((KeyError, ValueError), match='no_such_key'):
-    liu_lapata.document_config('text_classification', {'no_such_key': 1})
+    liu_lapata_configs.document_config('text_classification', {'no_such_key': 1})

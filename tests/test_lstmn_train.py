@@ -15,6 +15,7 @@ import ml_collections
 import numpy as np
 import pytest
 
+from configs import common
 from jax_structured import data
 from jax_structured import models
 from jax_structured import training
@@ -85,14 +86,18 @@ def test_config_rejects_bad_options(name, options, monkeypatch, tmp_path):
     _config_module(name).get_config(options)
 
 
+def _snli_links(shared, cache):
+  return common.dev_as_train_dir(shared, cache, common.SNLI_DEV_AS_TRAIN, 'snli_dev_as_train')
+
+
 def test_snli_dev_as_train_links(tmp_path):
   shared = tmp_path / 'shared'
   shared.mkdir()
-  assert _config_module('snli').dev_as_train_dir(shared, tmp_path / 'cache') is None  # nothing there
+  assert _snli_links(shared, tmp_path / 'cache') is None  # nothing there
   for split in ('dev', 'test'):
     (shared / f'snli_1.0_{split}.jsonl.gz').write_bytes(split.encode())
-  folder = pathlib.Path(_config_module('snli').dev_as_train_dir(shared, tmp_path / 'cache'))
-  again = _config_module('snli').dev_as_train_dir(shared, tmp_path / 'cache')  # idempotent
+  folder = pathlib.Path(_snli_links(shared, tmp_path / 'cache'))
+  again = _snli_links(shared, tmp_path / 'cache')  # idempotent
   assert str(folder) == again
   assert sorted(p.name for p in folder.iterdir()) == ['snli_1.0_test.jsonl.gz', 'snli_1.0_train.jsonl.gz']
   assert (folder / 'snli_1.0_train.jsonl.gz').read_bytes() == b'dev'
@@ -195,7 +200,7 @@ def test_snli_deep_fusion_trains_on_dev(shared_data, tmp_path, monkeypatch):
     _head(shared_data / 'snli_1.0' / f'snli_1.0_{split}.jsonl.gz', shared / f'snli_1.0_{split}.jsonl.gz', 200)
   snli = _config_module('snli')
   config = snli.get_config('tiny,deep')
-  config.data.manual_dir = snli.dev_as_train_dir(shared, tmp_path / 'cache')
+  config.data.manual_dir = _snli_links(shared, tmp_path / 'cache')
   results = _tiny_run(config, tmp_path, steps=10)
   task = data.load(config.data)
   assert len(task.splits['train']) + len(task.splits['validation']) <= 200  # SNLI dev only, 10% held out

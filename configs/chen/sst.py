@@ -54,10 +54,7 @@ Paper test accuracy (Table 1, fine / binary): CNN-non-static 48.0 / 87.2, CNN-mu
 DCNN 48.5 / 86.8, LSTM 46.4 / 84.9, Bidirectional LSTM 49.1 / 87.5, Tree-LSTM 51.0 / 88.0, AP-DCNN
 50.6 / 88.7 (the paper's column layout is garbled; these are its rows in order).
 """
-import ml_collections
-
-from jax_structured.data import loaders
-from jax_structured import config as training_config
+from configs import common
 
 # Row -> (encoder section, pooling).
 ROWS = {
@@ -95,83 +92,33 @@ PAPER_TEST_ACCURACY = {
 TINY_SIZES = {'hidden_size': 8, 'features': 4, 'k_top': 2}
 
 
-def _options(text):
-  row, labels, vectors, tiny, phrases = None, 'fine', '', False, False
-  for option in [o.strip() for o in (text or '').split(',') if o.strip()]:
-    if option in ROWS:
-      if row is not None:
-        raise ValueError(f'configs/chen/sst.py: choose at most one row, got {row} and {option}')
-      row = option
-    elif option in ('fine', 'binary'):
-      labels = option
-    elif option.startswith('embeddings='):
-      vectors = option[len('embeddings='):]
-      if not vectors:
-        raise ValueError('configs/chen/sst.py: embeddings= needs a registered name or a file path')
-    elif option == 'tiny':
-      tiny = True
-    elif option == 'phrases':
-      phrases = True
-    else:
-      raise ValueError(f'configs/chen/sst.py: unknown option {option!r}; known: one of {sorted(ROWS)}, '
-                       'fine, binary, embeddings=NAME_OR_PATH, phrases, tiny')
-  return row, labels, vectors, tiny, phrases
-
-
 def get_config(options=''):
   """The Table 1 config; `options` as in the module docstring."""
-  row, labels, vectors, tiny, phrases = _options(options)
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'sentence'
-  config.parallel = 'shard_map'
-  config.distributed = False
-
-  config.data = loaders.default_config('sst')
-  config.data.config = labels
-  config.data.manual_dir = '../shared/data/sst'
-  config.data.binary_trees = True
-  config.data.train_phrases = phrases
-  config.data.batch_size = 50
-  config.data.embeddings = vectors or 'word2vec'
-  config.data.embedding_dim = 300
-
-  encoder, pooling = ROWS[row or 'ap_dcnn']
-  config.model = ml_collections.ConfigDict()
-  config.model.name = 'classifier.sentence'
-  config.model.encoder = dict(encoder)
-  config.model.pooling = pooling
-  config.model.embedding_dim = 300
-  config.model.freeze_embeddings = False
-  config.model.embedding_dropout = 0.0
-  config.model.dropout_rate = 0.5
-  config.model.mlp_hidden = 0
-
-  config.optimizer = training_config.optimizer_defaults()
-  config.optimizer.name = 'adadelta'
-  config.optimizer.learning_rate = 0.05
-  config.optimizer.rho = 0.95
-  config.optimizer.eps = 1e-6
-  config.optimizer.weight_decay = 1e-4
-
-  config.train = training_config.train_defaults()
-  config.train.num_epochs = 10
-  config.train.early_stopping_patience = 3
-  config.train.eval_batch_size = 100
-  config.train.log_every_steps = 50
-  for section, values in row_settings(row or 'ap_dcnn').items():
+  opts = common.parse_options(options, 'configs/chen/sst.py',
+                              choices={'row': sorted(ROWS), 'labels': ('fine', 'binary')},
+                              paths=('embeddings',), flags=('phrases',))
+  encoder, pooling = ROWS[opts.row or 'ap_dcnn']
+  config = common.experiment(
+      'sentence', 'sst',
+      data={'config': opts.labels or 'fine', 'manual_dir': common.shared('sst'), 'binary_trees': True,
+            'train_phrases': opts.phrases, 'batch_size': 50, 'embeddings': opts.embeddings or 'word2vec',
+            'embedding_dim': 300},
+      model={'name': 'classifier.sentence', 'encoder': dict(encoder), 'pooling': pooling,
+             'embedding_dim': 300, 'freeze_embeddings': False, 'embedding_dropout': 0.0,
+             'dropout_rate': 0.5, 'mlp_hidden': 0},
+      optimizer={'name': 'adadelta', 'learning_rate': 0.05, 'rho': 0.95, 'eps': 1e-6,
+                 'weight_decay': 1e-4},
+      train={'num_epochs': 10, 'early_stopping_patience': 3, 'eval_batch_size': 100,
+             'log_every_steps': 50})
+  for section, values in row_settings(opts.row or 'ap_dcnn').items():
     config[section].update(values)
-
-  config.variants = ml_collections.ConfigDict()
-  if row is None:
+  if opts.row is None:
+    rows = {}
     for name, (section, pool) in ROWS.items():
-      settings = row_settings(name)
-      settings['model'].update({'encoder': dict(section), 'pooling': pool})
-      config.variants[name] = settings
-
-  if tiny:
-    _shrink(config)
-  return config
+      rows[name] = row_settings(name)
+      rows[name]['model'].update({'encoder': dict(section), 'pooling': pool})
+    common.add_variants(config, rows, None)
+  return _shrink(config) if opts.tiny else config
 
 
 def row_settings(row):
@@ -183,21 +130,12 @@ def row_settings(row):
 
 
 def _shrink(config):
-  """The `tiny` option, in place: 16-d random vectors, tiny encoders, batches of 8, 30 steps."""
-  config.data.embeddings = ''
-  config.data.embedding_dim = 16
-  config.data.batch_size = 8
-  config.model.embedding_dim = 16
-  config.optimizer.learning_rate = 1.0  # Adadelta's usual rate, so that 30 steps move the weights
-  sections = [config.model.encoder] + [v.model.encoder for v in config.variants.values()]
-  for section in sections:
-    for key, size in TINY_SIZES.items():
-      if key in section:
-        section[key] = size
+  """The `tiny` option, in place: 16-d random vectors, tiny encoders with one (3, 2) branch, batches of
+  8, 30 steps, Adadelta's usual learning rate 1.0 (so that 30 steps move the weights)."""
+  common.shrink(config, TINY_SIZES)
+  for section in common.model_sections(config):
     if 'branches' in section:
       section['branches'] = ((3, 2),)
-  config.train.num_epochs = 1
-  config.train.num_steps = 30
-  config.train.eval_every_steps = 0
-  config.train.log_every_steps = 10
+  config.optimizer.learning_rate = 1.0
   config.train.eval_batch_size = 50
+  return config

@@ -27,10 +27,7 @@ Options (comma-separated, after the file name):
   tiny                       small sizes for a CPU smoke run (embeddings 16, hidden 32, batch 8,
                              windows of 10, 40 steps).
 """
-import ml_collections
-
-from jax_structured.data import loaders
-from jax_structured import config as training_config
+from configs import common
 
 # Table 1 models: name -> (cell, layers).
 MODELS = {'lstm1': ('lstm', 1), 'lstmn1': ('lstmn', 1), 'slstm3': ('lstm', 3), 'lstmn3': ('lstmn', 3)}
@@ -38,68 +35,27 @@ MODELS = {'lstm1': ('lstm', 1), 'lstmn1': ('lstmn', 1), 'slstm3': ('lstm', 3), '
 PAPER_TEST_PERPLEXITY = {'lstm1': 115.0, 'lstmn1': 108.0, 'slstm3': 115.0, 'lstmn3': 102.0}
 
 
-def _options(text):
-  opts = [o.strip() for o in (text or '').split(',') if o.strip()]
-  known = set(MODELS) | {'tiny'}
-  unknown = [o for o in opts if o not in known]
-  if unknown:
-    raise ValueError(f'configs/cheng/ptb_lm.py: unknown option(s) {unknown}; known: {sorted(known)}')
-  models = [o for o in opts if o in MODELS]
-  if len(models) > 1:
-    raise ValueError(f'configs/cheng/ptb_lm.py: choose at most one model, got {models}')
-  return (models[0] if models else None), 'tiny' in opts
-
-
 def get_config(options=''):
   """The Table 1 config; `options` as in the module docstring."""
-  model_name, tiny = _options(options)
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'lm'
-  config.parallel = 'shard_map'
-
-  config.data = loaders.default_config('ptb_lm')  # every loader key, overridable from the command line
-  config.data.manual_dir = '../shared/data/ptb_lm'
-  config.data.batch_size = 40
-  config.data.num_steps = 35
-  config.data.context = 35  # stream tokens before each window, read into the tapes, not scored
-
-  cell, layers = MODELS[model_name or 'lstmn1']
-  config.model = ml_collections.ConfigDict()
-  config.model.name = 'lstmn.language_model'
-  config.model.cell = cell
-  config.model.num_layers = layers
-  config.model.embedding_dim = 150
-  config.model.hidden_size = 300
-  config.model.memory_span = 0  # 0 = attend to every token of the tape
-  config.model.dropout_rate = 0.0
-
-  config.optimizer = training_config.optimizer_defaults()
-  config.optimizer.name = 'sgd'
-  config.optimizer.learning_rate = 0.65
-  config.optimizer.clip_norm = 5.0
-  config.optimizer.plateau_factor = 0.85
-  config.optimizer.plateau_patience = 1
-
-  config.train = training_config.train_defaults()
-  config.train.num_epochs = 40
-  config.train.eval_every_steps = 0  # every epoch (the plateau decay is per epoch)
-  config.train.log_every_steps = 100
-  config.train.lm_loss = 'sequence'
-
-  config.variants = ml_collections.ConfigDict()
-  if model_name is None:
-    for name, (c, n) in MODELS.items():
-      config.variants[name] = {'model': {'cell': c, 'num_layers': n}}
-
-  if tiny:
-    config.data.batch_size = 8
-    config.data.num_steps = 10
-    config.data.context = 10
-    config.model.embedding_dim = 16
-    config.model.hidden_size = 32
+  opts = common.parse_options(options, 'configs/cheng/ptb_lm.py', choices={'model': tuple(MODELS)})
+  cell, layers = MODELS[opts.model or 'lstmn1']
+  config = common.experiment(
+      'lm', 'ptb_lm',
+      # context: stream tokens before each window, read into the tapes, not scored
+      data={'manual_dir': common.shared('ptb_lm'), 'batch_size': 40, 'num_steps': 35, 'context': 35},
+      model={'name': 'lstmn.language_model', 'cell': cell, 'num_layers': layers, 'embedding_dim': 150,
+             'hidden_size': 300, 'memory_span': 0,  # 0 = attend to every token of the tape
+             'dropout_rate': 0.0},
+      optimizer={'name': 'sgd', 'learning_rate': 0.65, 'clip_norm': 5.0, 'plateau_factor': 0.85,
+                 'plateau_patience': 1},
+      # evaluation every epoch (the plateau decay is per epoch)
+      train={'num_epochs': 40, 'eval_every_steps': 0, 'log_every_steps': 100, 'lm_loss': 'sequence'})
+  if opts.model is None:
+    common.add_variants(config, {name: {'model': {'cell': c, 'num_layers': n}}
+                                 for name, (c, n) in MODELS.items()}, None)
+  if opts.tiny:
+    config.data.update({'batch_size': 8, 'num_steps': 10, 'context': 10})
+    config.model.update({'embedding_dim': 16, 'hidden_size': 32})
     config.optimizer.learning_rate = 1.0
-    config.train.num_epochs = 1
-    config.train.num_steps = 40
-    config.train.log_every_steps = 10
+    config.train.update({'num_epochs': 1, 'num_steps': 40, 'log_every_steps': 10})
   return config

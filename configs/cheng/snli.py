@@ -32,91 +32,32 @@ Options (comma-separated, after the file name):
   glove=PATH           pretrained vectors.
   tiny                 small sizes for a CPU smoke run (embeddings 16, hidden 16, 40 steps).
 """
-import pathlib
-
-import ml_collections
-
-from jax_structured.data import loaders
-from jax_structured.models import lstmn as lstmn_models
-from jax_structured.models import liu_lapata
-from jax_structured import config as training_config
+from configs import cheng
+from configs import common
 
 FUSIONS = ('none', 'shallow', 'deep')
 SIZES = {'h100': 100, 'h300': 300, 'h450': 450}
 PAPER_TEST_ACCURACY = {('none', 100): 81.5, ('shallow', 100): 84.3, ('deep', 100): 84.5,
                        ('shallow', 300): 85.2, ('deep', 300): 85.7, ('shallow', 450): 86.0,
                        ('deep', 450): 86.3}
-# The dev-as-train links shared with configs/liu_lapata/snli.py (the SNLI helpers live beside the
-# Liu & Lapata models, which own the other SNLI config).
-SHARED_SNLI = liu_lapata.SHARED_SNLI  # relative to the repository root
-dev_as_train_dir = liu_lapata.snli_dev_as_train_dir
-
-
-def _options(text):
-  opts = [o.strip() for o in (text or '').split(',') if o.strip()]
-  fusion, hidden, glove, tiny = None, 100, '', False
-  for o in opts:
-    if o in FUSIONS:
-      if fusion is not None:
-        raise ValueError(f'configs/cheng/snli.py: choose at most one fusion, got {fusion} and {o}')
-      fusion = o
-    elif o in SIZES:
-      hidden = SIZES[o]
-    elif o.startswith('glove='):
-      glove = o[len('glove='):]
-      if not glove:
-        raise ValueError('configs/cheng/snli.py: glove= needs a file path')
-    elif o == 'tiny':
-      tiny = True
-    else:
-      raise ValueError(f'configs/cheng/snli.py: unknown option {o!r}; known: {list(FUSIONS)}, '
-                       f'{sorted(SIZES)}, glove=PATH, tiny')
-  return fusion, hidden, glove, tiny
 
 
 def get_config(options=''):
   """The Table 3 config; `options` as in the module docstring (creates the dev-as-train links)."""
-  fusion, hidden, glove, tiny = _options(options)
-  manual_dir = liu_lapata.shared_snli_manual_dir(pathlib.Path(__file__).resolve().parents[2])
-
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'pair'
-  config.parallel = 'shard_map'
-
-  config.data = loaders.default_config('snli')  # every loader key, overridable from the command line
-  config.data.manual_dir = manual_dir
-  config.data.validation_fraction = 0.1
-  config.data.batch_size = 32
-  config.data.embeddings = glove or 'word2vec'
-  config.data.embedding_dim = 300
-
-  config.model = ml_collections.ConfigDict()
-  config.model.name = 'lstmn.pair_classifier'
-  config.model.fusion = fusion or 'deep'
-  config.model.cell = 'lstmn'
-  config.model.embedding_dim = 300
-  config.model.hidden_size = hidden
-  config.model.mlp_size = hidden
-  config.model.dropout_rate = 0.2
-
-  config.optimizer = training_config.optimizer_defaults()
-  config.optimizer.name = 'adam'
-  config.optimizer.learning_rate = 1e-3
-  config.optimizer.b1 = 0.9
-  config.optimizer.b2 = 0.999
-
-  config.train = training_config.train_defaults()
-  config.train.num_epochs = 20
-  config.train.early_stopping_patience = 4
-  config.train.eval_batch_size = 128
-  config.train.log_every_steps = 50
-
-  config.variants = ml_collections.ConfigDict()
-  if fusion is None:
-    for name in FUSIONS:
-      config.variants[name] = {'model': {'fusion': name}}
-
-  if tiny:
-    lstmn_models.shrink_classifier_config(config, batch_size=16, keep_embeddings=bool(glove))
+  opts = common.parse_options(options, 'configs/cheng/snli.py',
+                              choices={'fusion': FUSIONS, 'size': tuple(SIZES)}, paths=('glove',))
+  hidden = SIZES[opts.size or 'h100']
+  config = common.experiment(
+      'pair', 'snli',
+      data={'manual_dir': common.snli_dev_as_train(), 'validation_fraction': 0.1, 'batch_size': 32,
+            'embeddings': opts.glove or 'word2vec', 'embedding_dim': 300},
+      model={'name': 'lstmn.pair_classifier', 'fusion': opts.fusion or 'deep', 'cell': 'lstmn',
+             'embedding_dim': 300, 'hidden_size': hidden, 'mlp_size': hidden, 'dropout_rate': 0.2},
+      optimizer={'name': 'adam', 'learning_rate': 1e-3, 'b1': 0.9, 'b2': 0.999},
+      train={'num_epochs': 20, 'early_stopping_patience': 4, 'eval_batch_size': 128,
+             'log_every_steps': 50})
+  if opts.fusion is None:
+    common.add_variants(config, {name: {'model': {'fusion': name}} for name in FUSIONS}, None)
+  if opts.tiny:
+    cheng.shrink_classifier(config, batch_size=16, keep_embeddings=bool(opts.glove))
   return config

@@ -33,13 +33,7 @@ Options (comma-separated after the file name):
 Paper families add their rows to ENCODERS (relation networks, DCNN / Tree-LSTM, MHS-RNN / HAN).
 Rows that need SST's trees (Chen et al.'s Tree-LSTM and AP-DCNN) are in TREE_ENCODERS: `sst` only.
 """
-import pathlib
-
-import ml_collections
-
-from jax_structured.data import loaders
-from jax_structured.models import liu_lapata
-from jax_structured import config as training_config
+from configs import common
 
 # Row name -> (encoder section, pooling). Sizes follow Yu et al. (BiLSTM 300 per direction) where the
 # papers agree; the CNN is Kim (2014)'s (widths 3-5, 100 maps each, its own max-over-time vector).
@@ -67,111 +61,42 @@ TREE_ENCODERS = {
                  'classifier_input': 'both'}, 'encoder'),
 }
 DATASETS = ('trec', 'sst', 'snli')
-TINY_ENCODER_SIZES = {'hidden_size': 8, 'projection': 8, 'features': 4, 'relation_size': 8}
+TINY_SIZES = {'hidden_size': 8, 'projection': 8, 'features': 4, 'relation_size': 8, 'semantic_size': 6,
+              'mlp_hidden': 8}
 
 
-def _options(options):
-  row, dataset, tiny = None, 'trec', False
-  for option in [o.strip() for o in (options or '').split(',') if o.strip()]:
-    if option in {**ENCODERS, **TREE_ENCODERS} and row is None:
-      row = option
-    elif option in DATASETS:
-      dataset = option
-    elif option == 'tiny':
-      tiny = True
-    else:
-      raise ValueError(f'configs/encoders/compare.py: unknown or repeated option {option!r}; known: '
-                       f'one of {sorted(ENCODERS)} (with sst also {sorted(TREE_ENCODERS)}), one of '
-                       f'{list(DATASETS)}, tiny')
-  return row, dataset, tiny
 
 
-def _data(dataset: str) -> ml_collections.ConfigDict:
-  repo = pathlib.Path(__file__).resolve().parents[2]
-  if dataset == 'trec':
-    data = loaders.default_config('trec')
-    data.manual_dir = '../shared/data/trec'
-    data.validation_fraction = 500 / 5452  # Yu et al.: 500 of train for validation
-  elif dataset == 'sst':
-    data = loaders.default_config('sst')
-    data.manual_dir = '../shared/data/sst'
-    data.config = 'fine'
-    data.binary_trees = True  # the tree rows' structure inputs (tokens are then the tree leaves for every row)
-  else:
-    data = loaders.default_config('snli')
-    data.manual_dir = liu_lapata.shared_snli_manual_dir(repo)
-    data.validation_fraction = 0.1
-  data.batch_size = 32
-  data.embeddings = ''
-  data.embedding_dim = 300
-  return data
-
-
-def _model(encoder: dict, pooling: str, pair: bool) -> ml_collections.ConfigDict:
-  model = ml_collections.ConfigDict()
-  model.name = 'classifier.pair' if pair else 'classifier.sentence'
-  model.encoder = dict(encoder)
-  model.pooling = pooling
-  model.embedding_dim = 300
-  model.freeze_embeddings = False
-  model.embedding_dropout = 0.5
-  model.dropout_rate = 0.5
-  model.mlp_hidden = 300
-  if pair:
-    model.interaction = 'features'
-  return model
+def _data(dataset: str) -> tuple[str, dict]:
+  """(loader, loader keys) of `dataset`."""
+  sizes = {'batch_size': 32, 'embeddings': '', 'embedding_dim': 300}
+  if dataset == 'trec':  # Yu et al.: 500 of train for validation
+    return 'trec', {'manual_dir': common.shared('trec'), 'validation_fraction': 500 / 5452, **sizes}
+  if dataset == 'sst':  # binary_trees: the tree rows' structure inputs (tokens are then the tree leaves)
+    return 'sst', {'manual_dir': common.shared('sst'), 'config': 'fine', 'binary_trees': True, **sizes}
+  return 'snli', {'manual_dir': common.snli_dev_as_train(), 'validation_fraction': 0.1, **sizes}
 
 
 def get_config(options=''):
   """The encoder comparison; `options` as in the module docstring."""
-  row, dataset, tiny = _options(options)
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'pair' if dataset == 'snli' else 'sentence'
-  config.parallel = 'shard_map'
-  config.distributed = False
-  config.data = _data(dataset)
-  if row in TREE_ENCODERS and dataset != 'sst':
-    raise ValueError(f'configs/encoders/compare.py: row {row!r} needs SST trees; add the option sst')
+  opts = common.parse_options(options, 'configs/encoders/compare.py',
+                              choices={'row': sorted({**ENCODERS, **TREE_ENCODERS}), 'dataset': DATASETS})
+  dataset = opts.dataset or 'trec'
+  if opts.row in TREE_ENCODERS and dataset != 'sst':
+    raise ValueError(f'configs/encoders/compare.py: row {opts.row!r} needs SST trees; add the option sst')
   rows = {**ENCODERS, **(TREE_ENCODERS if dataset == 'sst' else {})}
-  encoder, pooling = rows[row or 'bilstm_max']
-  config.model = _model(encoder, pooling, dataset == 'snli')
-
-  config.optimizer = training_config.optimizer_defaults()
-  config.optimizer.name = 'adam'
-  config.optimizer.learning_rate = 1e-3
-
-  config.train = training_config.train_defaults()
-  config.train.num_epochs = 10
-  config.train.early_stopping_patience = 3
-  config.train.log_every_steps = 50
-
-  config.variants = ml_collections.ConfigDict()
-  if row is None:
-    for name, (section, pool) in rows.items():
-      config.variants[name] = {'model': {'encoder': dict(section), 'pooling': pool}}
-
-  if tiny:
-    _shrink(config)
-  return config
-
-
-def _shrink(config: ml_collections.ConfigDict) -> None:
-  """The `tiny` option, in place: 16-d vectors, encoders of 8 units, MLP 8, batches of 8, 30 steps."""
-  config.data.embeddings = ''
-  config.data.embedding_dim = 16
-  config.data.batch_size = 8
-  config.model.embedding_dim = 16
-  config.model.mlp_hidden = 8
-  sections = [config.model.encoder] + [v.model.encoder for v in config.variants.values()]
-  for section in sections:
-    for key, size in TINY_ENCODER_SIZES.items():
-      if key in section:
-        section[key] = size
-    if 'semantic_size' in section:
-      section['semantic_size'] = 6
-  config.train.num_epochs = 1
-  config.train.num_steps = 30
-  config.train.eval_every_steps = 0
-  config.train.checkpoint_every_steps = 0
-  config.train.log_every_steps = 10
+  encoder, pooling = rows[opts.row or 'bilstm_max']
+  pair = dataset == 'snli'
+  loader, data = _data(dataset)
+  config = common.experiment(
+      'pair' if pair else 'sentence', loader, data=data,
+      model={'name': 'classifier.pair' if pair else 'classifier.sentence', 'encoder': dict(encoder),
+             'pooling': pooling, 'embedding_dim': 300, 'freeze_embeddings': False,
+             'embedding_dropout': 0.5, 'dropout_rate': 0.5, 'mlp_hidden': 300,
+             **({'interaction': 'features'} if pair else {})},
+      optimizer={'name': 'adam', 'learning_rate': 1e-3},
+      train={'num_epochs': 10, 'early_stopping_patience': 3, 'log_every_steps': 50})
+  if opts.row is None:
+    common.add_variants(config, {name: {'model': {'encoder': dict(section), 'pooling': pool}}
+                                 for name, (section, pool) in rows.items()}, None)
+  return common.shrink(config, TINY_SIZES) if opts.tiny else config

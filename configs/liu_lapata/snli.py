@@ -30,23 +30,17 @@ Options (comma-separated after the file name):
   snli_dir=PATH                          a folder with the three SNLI 1.0 files.
   tiny                                   small sizes and 30 steps, for a CPU smoke run.
 """
-import pathlib
-
-from jax_structured.models import liu_lapata
-
-ATTENTIONS = liu_lapata.ATTENTION_VARIANTS  # the Table 1 rows
-PAPER_TEST_ACCURACY = {'none': 85.3, 'simple': 86.2, 'inside_outside': 86.8, 'structured': 86.9}
-SHARED_SNLI = liu_lapata.SHARED_SNLI  # relative to the repository root
-dev_as_train_dir = liu_lapata.snli_dev_as_train_dir
+from configs import common
+from configs import liu_lapata
 
 
 def get_config(options=''):
   """The Table 1 config; `options` as in the module docstring."""
-  attention, paths, tiny = liu_lapata.parse_options(options, 'configs/liu_lapata/snli.py', ATTENTIONS,
-                                                    ('glove', 'snli_dir'))
-  if 'snli_dir' in paths:
-    data = {'manual_dir': paths['snli_dir'], 'validation_fraction': 0.0}
+  opts = common.parse_options(options, 'configs/liu_lapata/snli.py',
+                              choices={'attention': liu_lapata.ATTENTION_VARIANTS},
+                              paths=('glove', 'snli_dir'))
+  if opts.snli_dir:
+    data = {'manual_dir': opts.snli_dir, 'validation_fraction': 0.0}
   else:  # SNLI dev as the training set, 10% of it held out
-    repo = pathlib.Path(__file__).resolve().parents[2]
-    data = {'manual_dir': liu_lapata.shared_snli_manual_dir(repo), 'validation_fraction': 0.1}
-  return liu_lapata.pair_config(data, attention=attention, glove=paths.get('glove', ''), tiny=tiny)
+    data = {'manual_dir': common.snli_dev_as_train(), 'validation_fraction': 0.1}
+  return liu_lapata.pair_config(data, attention=opts.attention, glove=opts.glove, tiny=opts.tiny)

@@ -3,22 +3,8 @@ r"""Luo & Zhu (MHS-RNN), Table I rows on Yelp 2015 reviews (5 classes).
   python -m launch.train --config=configs/luo_zhu/yelp15.py --workdir=/tmp/luo_zhu_yelp15
   python -m launch.train --config=configs/luo_zhu/yelp15.py:mhs_rnn_attention --workdir=/tmp/mhs_att_yelp15
 
-Model and training: sec. IV-B as `jax_structured.models.luo_zhu.document_config` sets them (its docstring
-lists them); data as `luo_zhu.dataset_config` says. Any text_classification folder works with
-`--text_classification_dir=DIR`.
-
-Options (comma-separated after the file name):
-  ''                      `variants`: mhs_rnn_attention, mhs_rnn, hn_att, hn_ave, hm_rnn side by side.
-  <one of those>          that row only.
-  tiny                    8-d layers, 20 steps, for a CPU smoke run.
-Paper test accuracy (Table I): luo_zhu.PAPER_TEST_ACCURACY['yelp15'].
+Options, model and training (sec. IV-B), paper figures: configs/luo_zhu/__init__.py.
 """
-from jax_structured.models import luo_zhu
+from configs import luo_zhu
 
-VARIANTS = luo_zhu.VARIANTS
-PAPER_TEST_ACCURACY = luo_zhu.PAPER_TEST_ACCURACY.get('yelp15', {})
-
-
-def get_config(options=''):
-  """The Luo & Zhu config for Yelp 2015 reviews (5 classes); `options` as in the module docstring."""
-  return luo_zhu.dataset_config('yelp15', options, 'configs/luo_zhu/yelp15.py')
+get_config = luo_zhu.dataset_task('yelp15')

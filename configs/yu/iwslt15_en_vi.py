@@ -37,14 +37,9 @@ text (tokenize='none'), as the paper's tokenised BLEU.
 Options (comma-separated after the file name): <row>, manual_dir=PATH, tiny (a CPU smoke run: the
 first 200 pairs of each file, 16-d layers, beam 2, one epoch; its BLEU is a smoke figure only).
 """
-import ml_collections
-
-from jax_structured import config as config_lib
-from jax_structured.data import loaders
-from jax_structured.models import liu_lapata
+from configs import common
 
 FILE = 'configs/yu/iwslt15_en_vi.py'
-SHARED = '../shared/data/iwslt15_en_vi'  # relative to the repository root
 
 # Table 2b, en-vi BLEU of the paper (average of 5 runs).
 PAPER_TEST_BLEU = {'standard_attention': 26.2, 'structured_attention': 26.0,
@@ -66,47 +61,42 @@ ROWS = {
 TINY_SIZES = {'hidden_size': 8, 'relation_size': 8, 'semantic_size': 6}
 
 
+def _data(manual_dir: str) -> dict:
+  if manual_dir:  # the full release: the builder's train / validation / test splits
+    return {'manual_dir': manual_dir, 'train_split': 'train', 'validation_split': 'validation',
+            'test_split': 'test', 'max_vocab_size': 17191, 'target_max_vocab_size': 7709,
+            'max_length': 50, 'batch_size': 32}
+  # what we hold: train on tst2012 (the builder's 'validation'; 10% held out), test on tst2013
+  return {'manual_dir': common.shared('iwslt15_en_vi'), 'train_split': 'validation',
+          'validation_split': '', 'validation_fraction': 0.1, 'test_split': 'test', 'max_length': 50,
+          'batch_size': 32}
+
+
 def get_config(options=''):
   """The config; `options` as in the module docstring."""
-  row, paths, tiny = liu_lapata.parse_options(options, FILE, tuple(ROWS), ('manual_dir',))
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'translation'
-  config.parallel = 'shard_map'
-  config.distributed = False
-  config.data = loaders.default_config('iwslt15_en_vi')
-  if 'manual_dir' in paths:  # the full release: the builder's train / validation / test splits
-    config.data.update({'manual_dir': paths['manual_dir'], 'train_split': 'train',
-                        'validation_split': 'validation', 'test_split': 'test',
-                        'max_vocab_size': 17191, 'target_max_vocab_size': 7709})
-  else:  # what we hold: train on tst2012 (the builder's 'validation'; 10% held out), test on tst2013
-    config.data.update({'manual_dir': SHARED, 'train_split': 'validation', 'validation_split': '',
-                        'validation_fraction': 0.1, 'test_split': 'test'})
-  config.data.update({'max_length': 50, 'batch_size': 32})
-  config.model = ml_collections.ConfigDict({
-      'name': 'translation.seq2seq', 'encoder': dict(ROWS[row or 'standard_attention']),
-      'embedding_dim': 512, 'target_embedding_dim': 512, 'decoder_size': 512, 'decoder_layers': 2,
-      'attention_size': 512, 'input_feeding': False, 'dropout_rate': 0.5, 'embedding_dropout': 0.0,
-      'eval_beam_size': 10, 'max_decode_ratio': 2.0, 'max_decode_extra': 10,
-      'length_normalization': 'average'})
-  config.optimizer = config_lib.optimizer_defaults()
-  config.optimizer.update({'name': 'sgd', 'learning_rate': 0.2, 'clip_norm': 5.0})
-  config.train = config_lib.train_defaults()
-  config.train.update({'num_epochs': 12, 'log_every_steps': 50, 'early_stopping_patience': 3})
-  config.variants = ml_collections.ConfigDict()
-  if row is None:
-    for name, section in ROWS.items():
-      config.variants[name] = {'model': {'encoder': dict(section)}}
-  if tiny:
+  opts = common.parse_options(options, FILE, choices={'row': tuple(ROWS)}, paths=('manual_dir',))
+  config = common.experiment(
+      'translation', 'iwslt15_en_vi', data=_data(opts.manual_dir),
+      model={'name': 'translation.seq2seq', 'encoder': dict(ROWS[opts.row or 'standard_attention']),
+             'embedding_dim': 512, 'target_embedding_dim': 512, 'decoder_size': 512, 'decoder_layers': 2,
+             'attention_size': 512, 'input_feeding': False, 'dropout_rate': 0.5, 'embedding_dropout': 0.0,
+             'eval_beam_size': 10, 'max_decode_ratio': 2.0, 'max_decode_extra': 10,
+             'length_normalization': 'average'},
+      optimizer={'name': 'sgd', 'learning_rate': 0.2, 'clip_norm': 5.0},
+      train={'num_epochs': 12, 'log_every_steps': 50, 'early_stopping_patience': 3})
+  if opts.row is None:
+    common.add_variants(config, {name: {'model': {'encoder': dict(section)}}
+                                 for name, section in ROWS.items()}, None)
+  if opts.tiny:  # one epoch over the first 200 pairs, 16-d layers, beam 2
     config.data.update({'max_examples': 200, 'max_length': 20, 'batch_size': 16,
                         'bucket_boundaries': (16, 32)})
     config.model.update({'embedding_dim': 16, 'target_embedding_dim': 16, 'decoder_size': 16,
                          'attention_size': 16, 'eval_beam_size': 2, 'max_decode_ratio': 1.5,
                          'max_decode_extra': 2, 'dropout_rate': 0.0})
-    for section in [config.model.encoder] + [v.model.encoder for v in config.variants.values()]:
+    for section in common.model_sections(config):
       for key, size in TINY_SIZES.items():
         if key in section:
-          section[key] = size
+          section[key] = min(section[key], size)
     config.optimizer.learning_rate = 1.0
     config.train.update({'num_epochs': 1, 'log_every_steps': 5, 'eval_every_steps': 0})
   return config

@@ -19,7 +19,7 @@ from jax_structured.models import encoders
 from jax_structured.models import heads
 from jax_structured.models import registry
 
-__all__ = ['language_model', 'sentence_classifier', 'pair_classifier', 'shrink_classifier_config']
+__all__ = ['language_model', 'sentence_classifier', 'pair_classifier']
 
 
 LANGUAGE_MODEL_DEFAULTS = {'freeze_embeddings': False, 'embedding_dropout': 0.0, 'embedding_dim': 150,
@@ -93,21 +93,3 @@ def pair_classifier(config, *, vocab_size: int, num_classes: int, embeddings=Non
                           vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings,
                           encoders=built, model_name='lstmn.pair_classifier')
 
-
-def shrink_classifier_config(config, *, batch_size: int, keep_embeddings: bool) -> None:
-  """Makes a Table 2/3 classifier config (`configs/cheng/{sst,snli}.py`) CPU-smoke-run sized, in place.
-
-  16-d embeddings and hidden/MLP sizes, 40 steps of one epoch; the embeddings setting becomes random
-  init ('') unless `keep_embeddings` (a user-given `glove=` vector file stays configured).
-  """
-  if not keep_embeddings:
-    config.data.embeddings = ''
-  config.data.embedding_dim = 16
-  config.data.batch_size = batch_size
-  config.model.embedding_dim = 16
-  config.model.hidden_size = 16
-  config.model.mlp_size = 16
-  config.train.num_epochs = 1
-  config.train.num_steps = 40
-  config.train.eval_batch_size = 64
-  config.train.log_every_steps = 10

@@ -22,8 +22,8 @@ import ml_collections
 import numpy as np
 import optax
 
+from configs import yu as yu_configs
 from jax_structured import models
-from jax_structured.models import yu
 from launch import benchmarks
 
 DEFAULT_SIZES = '32x16,32x32,32x64'
@@ -46,7 +46,7 @@ def parse_sizes(text):
 
 def model_config(row, hidden):
   """The 'classifier.sentence' config of a configs/yu row with every width set to `hidden`."""
-  section, pooling = yu.ROWS[row]
+  section, pooling = yu_configs.ROWS[row]
   encoder = dict(section)
   for key in ('hidden_size', 'relation_size'):
     if key in encoder:
