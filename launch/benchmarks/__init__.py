@@ -180,6 +180,22 @@ class ReportRun:
       return False
     return True
 
+  def rows(self, family: str, sizes, run_size: Callable[[tuple], list]) -> list:
+    """`run_size(size)`'s rows for each size whose unit '<family> AxBxC' the budget still allows."""
+    rows = []
+    for size in sizes:
+      if self.unit(f'{family} ' + 'x'.join(map(str, size))):
+        rows += run_size(tuple(size))
+    return rows
+
+
+def print_device(details: str) -> Any:
+  """Prints the device line of a family's command-line run (`details`: its sizes); returns the device."""
+  device = jax.devices()[0]
+  print(f'device: {device} ({device.device_kind}, platform {device.platform}), dtype {DTYPE.value}, '
+        f'{details}, {REPEATS.value} timed calls per measurement', flush=True)
+  return device
+
 
 @dataclasses.dataclass
 class KernelProfile:

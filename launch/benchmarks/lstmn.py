@@ -114,10 +114,7 @@ def format_table(rows):
 def main(argv):
   del argv
   sizes = parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES)
-  device = jax.devices()[0]
-  print(f'device: {device} ({device.device_kind}, platform {device.platform}), dtype: '
-        f'{benchmarks.DTYPE.value}, vocabulary {VOCAB_SIZE}, embeddings {EMBEDDING_DIM}, '
-        f'{benchmarks.REPEATS.value} timed steps per cell')
+  device = benchmarks.print_device(f'vocabulary {VOCAB_SIZE}, embeddings {EMBEDDING_DIM}')
   rows = run(sizes, repeats=benchmarks.REPEATS.value, dtype=benchmarks.DTYPE.value)
   print(format_table(rows))
   worst = max(max(r['slowdown 1'], r['slowdown 3']) for r in rows)
@@ -136,11 +133,9 @@ def report_tables(report_run):
   `benchmarks.ReportRun`): one row per size, as `run` (--quick: LSTM-1 and LSTMN-1 only), with the
   goal."""
   quick = report_run.quick
-  rows = []
-  for batch, steps, hidden in QUICK_SIZES if quick else parse_sizes(DEFAULT_SIZES):
-    if report_run.unit(f'lstmn {batch}x{steps}x{hidden}'):
-      rows += run([(batch, steps, hidden)], repeats=report_run.repeats, dtype=report_run.dtype,
-                  models=QUICK_MODELS if quick else MODELS)
+  rows = report_run.rows('lstmn', QUICK_SIZES if quick else parse_sizes(DEFAULT_SIZES),
+                         lambda size: run([size], repeats=report_run.repeats, dtype=report_run.dtype,
+                                          models=QUICK_MODELS if quick else MODELS))
   if not rows:
     return
   device = jax.devices()[0]

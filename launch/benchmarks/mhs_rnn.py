@@ -120,10 +120,8 @@ def format_table(rows):
 def main(argv):
   del argv
   sizes = parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES)
-  device = jax.devices()[0]
-  print(f'device: {device} ({device.device_kind}), dtype {benchmarks.DTYPE.value}, vocabulary '
-        f'{VOCAB_SIZE}, embeddings {EMBEDDING_DIM}, a sentence every {SENTENCE} tokens, '
-        f'{benchmarks.REPEATS.value} timed steps per model')
+  benchmarks.print_device(f'vocabulary {VOCAB_SIZE}, embeddings {EMBEDDING_DIM}, a sentence every '
+                          f'{SENTENCE} tokens')
   print(format_table(run(sizes, repeats=benchmarks.REPEATS.value, dtype=benchmarks.DTYPE.value)))
 
 
@@ -132,10 +130,8 @@ QUICK_SIZES = ((2, 24, 8),)
 
 def report_tables(report_run):
   """The report's MHS-RNN family (`python -m launch.benchmark report`)."""
-  rows = []
-  for batch, steps, hidden in QUICK_SIZES if report_run.quick else parse_sizes(DEFAULT_SIZES):
-    if report_run.unit(f'mhs_rnn {batch}x{steps}x{hidden}'):
-      rows += run([(batch, steps, hidden)], repeats=report_run.repeats, dtype=report_run.dtype)
+  rows = report_run.rows('mhs_rnn', QUICK_SIZES if report_run.quick else parse_sizes(DEFAULT_SIZES),
+                         lambda size: run([size], repeats=report_run.repeats, dtype=report_run.dtype))
   if rows:
     yield benchmarks.Table(
         f'training tokens/s and ms per SGD-momentum step of luo_zhu.document_classifier (embeddings '

@@ -164,20 +164,17 @@ def format_table(rows):
 def main(argv):
   del argv
   sizes = parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES)
-  device = jax.devices()[0]
-  print(f'device: {device} ({device.device_kind}), dtype {benchmarks.DTYPE.value}, embeddings '
-        f'{EMBEDDING_DIM}, {benchmarks.REPEATS.value} timed calls per measurement', flush=True)
+  benchmarks.print_device(f'embeddings {EMBEDDING_DIM}')
   print(format_table(run(sizes, repeats=benchmarks.REPEATS.value, dtype=benchmarks.DTYPE.value)))
 
 
 def report_tables(report_run):
   """The report's relation_networks family (`python -m launch.benchmark report`): `run` per size
   (--quick: `QUICK_MODELS`)."""
-  rows = []
-  for batch_size, n, hidden in QUICK_SIZES if report_run.quick else parse_sizes(DEFAULT_SIZES):
-    if report_run.unit(f'relation_networks {batch_size}x{n}x{hidden}'):
-      rows += run([(batch_size, n, hidden)], repeats=report_run.repeats, dtype=report_run.dtype,
-                  rows=QUICK_MODELS if report_run.quick else MODELS)
+  rows = report_run.rows(
+      'relation_networks', QUICK_SIZES if report_run.quick else parse_sizes(DEFAULT_SIZES),
+      lambda size: run([size], repeats=report_run.repeats, dtype=report_run.dtype,
+                       rows=QUICK_MODELS if report_run.quick else MODELS))
   if not rows:
     return
   yield benchmarks.Table(

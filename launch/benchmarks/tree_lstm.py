@@ -185,10 +185,8 @@ def format_table(rows):
 def main(argv):
   del argv
   sizes = parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES)
-  device = jax.devices()[0]
-  print(f'device: {device} ({device.device_kind}, platform {device.platform}), dtype: '
-        f'{benchmarks.DTYPE.value}, embeddings {EMBEDDING_DIM}, vocabulary {VOCAB_SIZE}, '
-        f'{benchmarks.REPEATS.value} timed calls (loop: a quarter of them)')
+  benchmarks.print_device(f'embeddings {EMBEDDING_DIM}, vocabulary {VOCAB_SIZE} (loop: a quarter of the '
+                          'calls)')
   print(format_table(run(sizes, repeats=benchmarks.REPEATS.value, dtype=benchmarks.DTYPE.value)))
 
 
@@ -197,10 +195,8 @@ QUICK_SIZES = ((4, 8, 8),)
 
 def report_tables(report_run):
   """The report's Tree-LSTM family (`python -m launch.benchmark report`): one row per size, as `run`."""
-  rows = []
-  for batch, length, hidden in QUICK_SIZES if report_run.quick else parse_sizes(DEFAULT_SIZES):
-    if report_run.unit(f'tree_lstm {batch}x{length}x{hidden}'):
-      rows += run([(batch, length, hidden)], repeats=report_run.repeats, dtype=report_run.dtype)
+  rows = report_run.rows('tree_lstm', QUICK_SIZES if report_run.quick else parse_sizes(DEFAULT_SIZES),
+                         lambda size: run([size], repeats=report_run.repeats, dtype=report_run.dtype))
   if not rows:
     return
   yield benchmarks.Table(

@@ -52,6 +52,7 @@ and OpenBLAS threads on an oversubscribed machine made them ~30x slower in our m
 """
 import functools
 import os
+from typing import Any, Callable
 
 from absl import logging
 import jax
@@ -247,6 +248,75 @@ def _torch_struct_calls(batch, length, arc, root):
   return calls
 
 
+class _Programs:
+  """The jitted functions timed in every row (compiled once per shape)."""
+
+  def __init__(self):
+    in_program = functools.partial(trees.marginals, exact='in_program')
+    self.ours_marg = jax.jit(in_program)
+    self.inv_marg = jax.jit(inverse_autodiff_marginals)
+    self.naive_marg = jax.jit(naive_marginals)
+    self.ours_grad = jax.jit(_loss_and_grad(in_program))
+    self.model_marg = jax.jit(functools.partial(trees.marginals, exact='flag'))
+    self.model_grad = SplitLossAndGrad()
+    self.inv_grad = jax.jit(_loss_and_grad(inverse_autodiff_marginals))
+    self.naive_grad = jax.jit(_loss_and_grad(naive_marginals))
+    self.mst = jax.jit(trees.mst)
+    self.sample = jax.jit(trees.sample)
+    self.projective = jax.jit(trees.projective_marginals)
+
+  def calls(self, key, arc, root, arc_w, root_w) -> dict[str, Callable[[], Any]]:
+    """Column -> a call of its program on this size's scores (sharpened columns for n >= 2)."""
+    grad_args = (arc, root, arc_w, root_w)
+    calls = {
+        'ours marg': lambda: self.ours_marg(arc, root),
+        'inv-AD marg': lambda: self.inv_marg(arc, root),
+        'naive marg': lambda: self.naive_marg(arc, root),
+        'ours +grad': lambda: self.ours_grad(*grad_args),
+        'model marg': lambda: self.model_marg(arc, root),
+        'model +grad': lambda: self.model_grad(*grad_args),
+        'inv-AD +grad': lambda: self.inv_grad(*grad_args),
+        'naive +grad': lambda: self.naive_grad(*grad_args),
+        'mst': lambda: self.mst(arc, root),
+        'sample': lambda: self.sample(key, arc, root),
+    }
+    if arc.shape[-1] >= 2:  # a one-word sentence has no arcs to sharpen
+      sharp, every = one_sharp_sentence(arc), all_sharp(arc)
+      calls.update({
+          'marg 1 sharp': lambda: self.ours_marg(sharp, root),
+          '+grad 1 sharp': lambda: self.ours_grad(sharp, root, arc_w, root_w),
+          'sample 1 sharp': lambda: self.sample(key, sharp, root),
+          'marg all sharp': lambda: self.ours_marg(every, root),
+          '+grad all sharp': lambda: self.ours_grad(every, root, arc_w, root_w),
+          'model marg 1 sharp': lambda: trees.marginals(sharp, root, exact='auto'),
+          'model +grad 1 sharp': lambda: self.model_grad(sharp, root, arc_w, root_w),
+          'model +grad all sharp': lambda: self.model_grad(every, root, arc_w, root_w),
+      })
+    calls['proj marg'] = lambda: self.projective(arc, root)
+    return calls
+
+  def peak_mib(self, arc, root, arc_w, root_w) -> dict[str, Any]:
+    """'MiB <column>' -> the compiled peak memory of the main columns' programs."""
+    grad_args = (arc, root, arc_w, root_w)
+    programs = [('ours marg', self.ours_marg, (arc, root)), ('naive marg', self.naive_marg, (arc, root)),
+                ('ours +grad', self.ours_grad, grad_args), ('model +grad', self.model_grad.hot, grad_args),
+                ('inv-AD +grad', self.inv_grad, grad_args), ('naive +grad', self.naive_grad, grad_args)]
+    return {f'MiB {name}': _mib(peak_bytes(fn, args)) for name, fn, args in programs}
+
+
+def _timed_row(row, calls, torch_struct_calls, repeats: int) -> None:
+  """Times `calls` (and torch-struct's, in a group of their own: module docstring) into `row` (ms)."""
+  timings = benchmarks.interleaved_medians(calls, repeats, column_budget_s=COLUMN_BUDGET_S)
+  if torch_struct_calls:
+    timings.update(benchmarks.interleaved_medians(torch_struct_calls, repeats,
+                                                  column_budget_s=COLUMN_BUDGET_S))
+  for column, (seconds, _, count) in timings.items():
+    row[column] = 1e3 * seconds
+  fewer = [f'{column} {count}' for column, (_, _, count) in timings.items() if count < repeats]
+  if fewer:  # columns that used up COLUMN_BUDGET_S before the last round: median of fewer calls
+    row['timed calls'] = ', '.join(fewer)
+
+
 def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
   """Measures every column for every (batch, length); returns a list of row dicts (ms).
 
@@ -254,53 +324,17 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
   each printed as it is done.
   """
   dtype = jnp.dtype(dtype)
+  programs = _Programs()
   rows = []
   key = jax.random.key(seed)
-  in_program = functools.partial(trees.marginals, exact='in_program')
-  ours_marg = jax.jit(in_program)
-  inv_marg = jax.jit(inverse_autodiff_marginals)
-  naive_marg = jax.jit(naive_marginals)
-  ours_grad = jax.jit(_loss_and_grad(in_program))
-  model_marg = jax.jit(functools.partial(trees.marginals, exact='flag'))
-  model_grad = SplitLossAndGrad()
-  inv_grad = jax.jit(_loss_and_grad(inverse_autodiff_marginals))
-  naive_grad = jax.jit(_loss_and_grad(naive_marginals))
-  mst = jax.jit(trees.mst)
-  sample = jax.jit(trees.sample)
-  projective = jax.jit(trees.projective_marginals)
   for batch, length in sizes:
     keys = jax.random.split(jax.random.fold_in(key, batch * 100003 + length), 4)
     arc = jax.random.normal(keys[0], (batch, length, length), dtype)
     root = jax.random.normal(keys[1], (batch, length), dtype)
-    arc_w = jax.random.normal(keys[2], (batch, length, length), dtype)
-    root_w = jax.random.normal(keys[3], (batch, length), dtype)
+    weights = (jax.random.normal(keys[2], (batch, length, length), dtype),
+               jax.random.normal(keys[3], (batch, length), dtype))
     row = _Row(size=f'{batch}x{length}')
-    grad_args = (arc, root, arc_w, root_w)
-    calls = {
-        'ours marg': lambda: ours_marg(arc, root),
-        'inv-AD marg': lambda: inv_marg(arc, root),
-        'naive marg': lambda: naive_marg(arc, root),
-        'ours +grad': lambda: ours_grad(*grad_args),
-        'model marg': lambda: model_marg(arc, root),
-        'model +grad': lambda: model_grad(*grad_args),
-        'inv-AD +grad': lambda: inv_grad(*grad_args),
-        'naive +grad': lambda: naive_grad(*grad_args),
-        'mst': lambda: mst(arc, root),
-        'sample': lambda: sample(keys[2], arc, root),
-    }
-    if length >= 2:  # a one-word sentence has no arcs to sharpen
-      sharp, every = one_sharp_sentence(arc), all_sharp(arc)
-      calls.update({
-          'marg 1 sharp': lambda: ours_marg(sharp, root),
-          '+grad 1 sharp': lambda: ours_grad(sharp, root, arc_w, root_w),
-          'sample 1 sharp': lambda: sample(keys[2], sharp, root),
-          'marg all sharp': lambda: ours_marg(every, root),
-          '+grad all sharp': lambda: ours_grad(every, root, arc_w, root_w),
-          'model marg 1 sharp': lambda: trees.marginals(sharp, root, exact='auto'),
-          'model +grad 1 sharp': lambda: model_grad(sharp, root, arc_w, root_w),
-          'model +grad all sharp': lambda: model_grad(every, root, arc_w, root_w),
-      })
-    calls['proj marg'] = lambda: projective(arc, root)
+    calls = programs.calls(keys[2], arc, root, *weights)
     torch_struct_calls = _torch_struct_calls(batch, length, np.asarray(arc), np.asarray(root))
     if torch_struct_calls is not None and 'ts proj' not in torch_struct_calls:
       row['ts proj'] = f'not timed (memory: batch x n^3 > {TS_PROJECTIVE_MAX_WORK})'
@@ -308,23 +342,11 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
     if unknown:
       raise ValueError(f'--profile columns {unknown} are not timed at {batch}x{length}; columns: '
                        f'{", ".join(calls)}')
-    timings = benchmarks.interleaved_medians(calls, repeats, column_budget_s=COLUMN_BUDGET_S)
-    if torch_struct_calls:  # in a group of their own (module docstring)
-      timings.update(benchmarks.interleaved_medians(torch_struct_calls, repeats,
-                                                    column_budget_s=COLUMN_BUDGET_S))
+    _timed_row(row, calls, torch_struct_calls, repeats)
     for column in profile or ():
       print(benchmarks.kernel_profile(calls[column]).format(f'{batch}x{length} {column}'), flush=True)
-    for column, (seconds, _, count) in timings.items():
-      row[column] = 1e3 * seconds
-    fewer = [f'{column} {count}' for column, (_, _, count) in timings.items() if count < repeats]
-    if fewer:  # columns that used up COLUMN_BUDGET_S before the last round: median of fewer calls
-      row['timed calls'] = ', '.join(fewer)
     if memory:
-      for name, fn, args in [('ours marg', ours_marg, (arc, root)), ('naive marg', naive_marg, (arc, root)),
-                             ('ours +grad', ours_grad, grad_args), ('model +grad', model_grad.hot, grad_args),
-                             ('inv-AD +grad', inv_grad, grad_args),
-                             ('naive +grad', naive_grad, grad_args)]:
-        row[f'MiB {name}'] = _mib(peak_bytes(fn, args))
+      row.update(programs.peak_mib(arc, root, *weights))
     for name, figures in REFERENCE.items():
       row[name] = figures.get((batch, length), '-')
     rows.append(row)
