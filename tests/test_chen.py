@@ -11,6 +11,7 @@ import pytest
 from jax_structured import data
 from jax_structured.data import batching
 from jax_structured.data import loaders
+from jax_structured.data.loaders import _common as loaders_common
 from jax_structured.data import tree_batching
 from jax_structured.models import chen
 from jax_structured.models import encoders
@@ -204,13 +205,13 @@ def test_sst_phrases_with_trees_are_subtrees(fixtures_dir, tmp_path, labels):
 def test_sst_phrases_train_word2vec_on_the_sentences(fixtures_dir, tmp_path, monkeypatch, binary_trees):
   """Under `train_phrases` the embedding corpus is train's and dev's whole sentences, not every phrase."""
   corpora = []
-  real = loaders._embeddings
+  real = loaders_common.initial_embeddings
 
   def recording(cfg, vocab, corpus):
     corpora.append(corpus())
     return real(cfg, vocab, corpus)
 
-  monkeypatch.setattr(loaders, '_embeddings', recording)
+  monkeypatch.setattr(loaders_common, 'initial_embeddings', recording)
   for phrases in (False, True):
     data.load(_sst_config(fixtures_dir / 'sst', tmp_path / f'tfds{phrases}', binary_trees=binary_trees,
                           train_phrases=phrases))

@@ -1,6 +1,6 @@
 """Supervised trees from our own parser (issue 16): launch.parse --annotate writes the heads cache of a
 dataset (jax_structured/analysis/parsing.py, data/parsed_trees.py), `config.data.trees` attaches it
-(data/loaders.py, -1-padded by data/batching.py), the configs/yu supervised rows train on it.
+(data/loaders/, -1-padded by data/batching.py), the configs/yu supervised rows train on it.
 
 One tiny parser (configs/parser/ewt_tiny.py on the UD fixture, 2 steps) is trained per module."""
 import importlib.util

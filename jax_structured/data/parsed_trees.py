@@ -108,11 +108,10 @@ def words_hash(words: Sequence[str] | tuple[Sequence[str], ...]) -> str:
   return hashlib.sha1(text.encode('utf-8')).hexdigest()[:12]
 
 
-def annotate_command(cfg: Mapping[str, Any], workdir: str | None = None) -> str:
-  """The `launch.parse` command that writes the cache of `cfg`'s data parsed by `workdir`."""
-  from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
-  defaults = loaders.default_config(cfg['name']).to_dict() if cfg['name'] in loaders.LOADER_DEFAULTS \
-      else {}
+def annotate_command(cfg: Mapping[str, Any], defaults: Mapping[str, Any],
+                     workdir: str | None = None) -> str:
+  """The `launch.parse` command that writes the cache of `cfg`'s data parsed by `workdir`; the data
+  keys at their loader's `defaults` (`loaders.loader_defaults(name)`) are left out of it."""
   keep = set(identity(cfg)) | {'data_dir'}
   data = {k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(cfg.items())
           if k in keep and k != 'name' and v != defaults.get(k)}
@@ -134,7 +133,7 @@ _SINK: contextvars.ContextVar[dict | None] = contextvars.ContextVar('parsed_tree
 def collect_words() -> Iterator[dict[str, Any]]:
   """Within the block, a loader run records its examples' words into the yielded dict:
   {'kind': 'sentence' | 'pair', 'cfg': the validated data section, 'words': {split: [words] or
-  [(premise words, hypothesis words)]}} (filled by `record`, called from `loaders._finish`)."""
+  [(premise words, hypothesis words)]}} (filled by `record`, called from the loaders' `finish`)."""
   sink: dict[str, Any] = {}
   token = _SINK.set(sink)
   try:
@@ -228,7 +227,7 @@ def write_cache(directory: str, kind: str, words: Mapping[str, list],
 
 
 def attach(name: str, kind: str, cfg: Mapping[str, Any], examples: Mapping[str, list],
-           words: Mapping[str, list] | None) -> None:
+           words: Mapping[str, list] | None, defaults: Mapping[str, Any]) -> None:
   """Adds the cached heads of `cfg['trees']` to `examples` in place ('heads' int32[n], or
   'premise_heads' / 'hypothesis_heads' for pairs).
 
@@ -238,6 +237,7 @@ def attach(name: str, kind: str, cfg: Mapping[str, Any], examples: Mapping[str, 
     cfg: the loader's validated data section, with `trees` set.
     examples: {split: encoded examples}.
     words: {split: the examples' words} (aligned with `examples`).
+    defaults: the loader's default data section (`annotate_command`).
 
   Raises:
     TreesError: no cache (the message holds the `launch.parse` command that writes it), a cache of
@@ -249,7 +249,7 @@ def attach(name: str, kind: str, cfg: Mapping[str, Any], examples: Mapping[str, 
                      f'to {KINDS} examples only')
   directory = cache_dir(cfg)
   meta_path = os.path.join(directory, 'meta.json')
-  command = annotate_command(cfg)
+  command = annotate_command(cfg, defaults)
   if not os.path.exists(meta_path):
     raise TreesError(f'config.data.trees={cfg["trees"]!r}: no parsed trees of this {name} data by that '
                      f'parser (no {meta_path}). Write them with:\n  {command}')

@@ -47,20 +47,36 @@ def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, low
       (a unary chain or a flat node: the binary Tree-LSTM needs binarised trees), text after the tree, or
       leaves that differ from `tokens` (saying at which word).
   """
+  leaves, leaf_labels, internal = _parse_binary(line)
+  if tokens is not None:
+    _check_leaves(leaves, tokens, lowercase)
+  arrays = _node_arrays(leaf_labels, internal)
+  if binary_labels:
+    arrays['tree_labels'] = binary_sentiment(arrays['tree_labels'])
+  return arrays
+
+
+def _parse_binary(line: str) -> tuple[list[str], list[int], list[tuple[list, int, int]]]:
+  """The leaves, the leaves' labels and the internal nodes (child refs, height, label; post-order) of
+  one bracketed binary tree; a child ref is ('leaf', leaf index, 0) or ('node', internal index,
+  height). Raises TreeError as `binary_tree_arrays` says."""
   parts = _TOKEN.findall(line)
   if not parts:
     raise TreeError('empty line where a bracketed tree was expected')
   leaves: list[str] = []
   leaf_labels: list[int] = []
   internal: list[tuple[list, int, int]] = []  # (child refs, height, label), post-order
-  # Each open node: [label, child refs]; a child ref is ('leaf', index) or ('node', internal index).
-  stack: list[list] = []
-  root = None
+  stack: list[list] = []  # each open node: [label, child refs]
+  roots: list[tuple] = []  # the ref of the closed outermost node (at most one)
+
+  def close(ref):
+    (stack[-1][1] if stack else roots).append(ref)
+
   i, n = 0, len(parts)
   while i < n:
     part = parts[i]
     if part == '(':
-      if root is not None:
+      if roots:
         raise TreeError(f'text after the end of the tree at token {i} ({part!r})')
       if i + 1 >= n or parts[i + 1] in '()':
         raise TreeError(f'node without a label at token {i}')
@@ -70,12 +86,8 @@ def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, low
           raise TreeError(f'preterminal ({label} {parts[i + 2]}) is not closed right after its word')
         leaves.append(parts[i + 2])
         leaf_labels.append(label)
-        ref = ('leaf', len(leaves) - 1, 0)
+        close(('leaf', len(leaves) - 1, 0))
         i += 4
-        if not stack:
-          root = ref
-        else:
-          stack[-1][1].append(ref)
         continue
       stack.append([label, []])
       i += 2
@@ -87,19 +99,19 @@ def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, low
         raise TreeError(f'node ({label} ...) closed at token {i} has {len(kids)} children; the binary '
                         'Tree-LSTM needs binarised trees (every non-preterminal node with exactly 2)')
       internal.append((kids, max(k[2] for k in kids) + 1, label))
-      ref = ('node', len(internal) - 1, max(k[2] for k in kids) + 1)
-      if not stack:
-        root = ref
-      else:
-        stack[-1][1].append(ref)
+      close(('node', len(internal) - 1, max(k[2] for k in kids) + 1))
       i += 1
     else:
       raise TreeError(f'word {part!r} outside a preterminal at token {i}')
   if stack:
     raise TreeError(f'unbalanced tree: {len(stack)} unclosed "(" at the end of the line')
-  s = len(leaves)
-  if tokens is not None:
-    _check_leaves(leaves, tokens, lowercase)
+  return leaves, leaf_labels, internal
+
+
+def _node_arrays(leaf_labels: list[int], internal: list[tuple[list, int, int]]
+                 ) -> dict[str, np.ndarray]:
+  """The module's node arrays of a parsed tree of s = len(leaf_labels) words (`_parse_binary`)."""
+  s = len(leaf_labels)
   children = np.full((s - 1, 2), -1, np.int32)
   heights = np.zeros((s - 1,), np.int32)
   labels = np.asarray(leaf_labels + [0] * (s - 1), np.int32)
@@ -107,8 +119,6 @@ def binary_tree_arrays(line: str, tokens: Optional[Sequence[str]] = None, *, low
     children[j] = [k[1] if k[0] == 'leaf' else s + k[1] for k in kids]
     heights[j] = height
     labels[s + j] = label
-  if binary_labels:
-    labels = binary_sentiment(labels)
   return {'tree_children': children, 'tree_heights': heights, 'tree_labels': labels}
 
 

@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import inspect
 import io
+import json
 import logging
 import os
 import pathlib
@@ -206,6 +207,44 @@ def find_file(directory: pathlib.Path, candidates: Sequence[str]) -> pathlib.Pat
     raise ValueError(f'ambiguous input in {directory}: {[p.name for p in found]} all match one split; '
                      'keep only one of them')
   return found[0] if found else None
+
+
+def split_files(name: str, manual_dir: PathLike, candidates: Mapping[str, Sequence[str]],
+                instructions: str, expected: Iterable[str] | None = None
+                ) -> dict[str, list[pathlib.Path]]:
+  """{split: [its file]} for every split one of whose `candidates` is in `manual_dir` (`find_file`).
+
+  Raises:
+    FileNotFoundError: no split has a file (`missing_files_error`, listing `expected`, default every
+      candidate).
+    ValueError: several candidates of one split exist.
+  """
+  manual_dir = pathlib.Path(manual_dir)
+  files = {}
+  for split, names in candidates.items():
+    path = find_file(manual_dir, names)
+    if path is not None:
+      files[split] = [path]
+  if not files:
+    if expected is None:
+      expected = [n for names in candidates.values() for n in names]
+    raise missing_files_error(name, manual_dir, expected, instructions)
+  return files
+
+
+def json_object(line: str) -> dict:
+  """The JSON object of one line.
+
+  Raises:
+    ValueError: invalid JSON, or JSON that is not an object.
+  """
+  try:
+    record = json.loads(line)
+  except json.JSONDecodeError as e:
+    raise ValueError(f'invalid JSON: {e}') from None
+  if not isinstance(record, dict):
+    raise ValueError(f'expected a JSON object, got {type(record).__name__}')
+  return record
 
 
 def missing_files_error(name: str, manual_dir: PathLike, expected: Iterable[str],

@@ -6,7 +6,7 @@ line `i` of `.vi`. Lines are kept as is (the release escapes e.g. `&apos;`).
 
 Splits: `train` <- `train.*`, `validation` <- `tst2012.*`, `test` <- `tst2013.*`; whichever pairs of
 files exist are built (we hold only tst2012 / tst2013 in ../shared/data/iwslt15_en_vi). The loader
-`iwslt15_en_vi` (data/loaders.py) says which built split it trains, validates and tests on.
+`iwslt15_en_vi` (data/loaders/translation.py) says which built split it trains, validates and tests on.
 
 Errors (`FormatError`, message `file:line: ...`): the two files of a split have different numbers of
 lines (at the first line one of them lacks); an empty (blank) line on either side (the first one,

@@ -37,11 +37,8 @@ class PtbLm(_base.ManualBuilder, skip_registration=True):
 
   @classmethod
   def source_files(cls, manual_dir, config_name):
-    manual_dir = pathlib.Path(manual_dir)
-    files = {split: [manual_dir / name] for split, name in _FILES.items() if (manual_dir / name).is_file()}
-    if not files:
-      raise _base.missing_files_error('ptb_lm', manual_dir, _FILES.values(), cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
-    return files
+    return _base.split_files('ptb_lm', manual_dir, {s: [n] for s, n in _FILES.items()},
+                             cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
 
   def _examples(self, split: str, files: Sequence[pathlib.Path],
                 dropped: collections.Counter) -> Iterator[dict]:

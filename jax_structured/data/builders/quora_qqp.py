@@ -76,16 +76,9 @@ class QuoraQqp(_base.ManualBuilder, skip_registration=True):
 
   @classmethod
   def source_files(cls, manual_dir, config_name):
-    manual_dir = pathlib.Path(manual_dir)
-    files = {}
-    for split, stem in _STEMS.items():
-      path = _base.find_file(manual_dir, [f'{stem}.tsv', f'{stem}.txt'])
-      if path is not None:
-        files[split] = [path]
-    if not files:
-      raise _base.missing_files_error(
-          'quora_qqp', manual_dir, [f'{s}.tsv|.txt' for s in _STEMS.values()], cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
-    return files
+    return _base.split_files(
+        'quora_qqp', manual_dir, {s: [f'{stem}.tsv', f'{stem}.txt'] for s, stem in _STEMS.items()},
+        cls.MANUAL_DOWNLOAD_INSTRUCTIONS, expected=[f'{s}.tsv|.txt' for s in _STEMS.values()])
 
   def _examples(self, split: str, files: Sequence[pathlib.Path],
                 dropped: collections.Counter) -> Iterator[dict]:

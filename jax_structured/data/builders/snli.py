@@ -8,7 +8,6 @@ and counted in `info.metadata['dropped'][split]['no_gold_label']`.
 from __future__ import annotations
 
 import collections
-import json
 import pathlib
 from typing import Iterator, Sequence
 
@@ -33,12 +32,7 @@ def parse_line(line: str) -> dict[str, str] | None:
   Raises:
     ValueError: invalid JSON, a missing or non-string field, or an unknown gold label.
   """
-  try:
-    record = json.loads(line)
-  except json.JSONDecodeError as e:
-    raise ValueError(f'invalid JSON: {e}') from None
-  if not isinstance(record, dict):
-    raise ValueError(f'expected a JSON object, got {type(record).__name__}')
+  record = _base.json_object(line)
   for key in _KEYS:
     if not isinstance(record.get(key), str):
       raise ValueError(f'missing or non-string field {key!r}')
@@ -78,16 +72,9 @@ class Snli(_base.ManualBuilder, skip_registration=True):
 
   @classmethod
   def source_files(cls, manual_dir, config_name):
-    manual_dir = pathlib.Path(manual_dir)
-    files = {}
-    for split, stem in _STEMS.items():
-      path = _base.find_file(manual_dir, [f'{stem}.jsonl', f'{stem}.jsonl.gz'])
-      if path is not None:
-        files[split] = [path]
-    if not files:
-      raise _base.missing_files_error(
-          'snli', manual_dir, [f'{s}.jsonl[.gz]' for s in _STEMS.values()], cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
-    return files
+    return _base.split_files(
+        'snli', manual_dir, {s: [f'{stem}.jsonl', f'{stem}.jsonl.gz'] for s, stem in _STEMS.items()},
+        cls.MANUAL_DOWNLOAD_INSTRUCTIONS, expected=[f'{s}.jsonl[.gz]' for s in _STEMS.values()])
 
   def _examples(self, split: str, files: Sequence[pathlib.Path],
                 dropped: collections.Counter) -> Iterator[dict]:

@@ -120,11 +120,8 @@ class Sst(_base.ManualBuilder, skip_registration=True):
 
   @classmethod
   def source_files(cls, manual_dir, config_name):
-    manual_dir = pathlib.Path(manual_dir)
-    files = {split: [manual_dir / name] for split, name in _FILES.items() if (manual_dir / name).is_file()}
-    if not files:
-      raise _base.missing_files_error('sst', manual_dir, _FILES.values(), cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
-    return files
+    return _base.split_files('sst', manual_dir, {s: [n] for s, n in _FILES.items()},
+                             cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
 
   def _examples(self, split: str, files: Sequence[pathlib.Path],
                 dropped: collections.Counter) -> Iterator[dict]:

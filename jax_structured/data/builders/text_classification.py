@@ -14,7 +14,6 @@ and decides the encoding.
 from __future__ import annotations
 
 import collections
-import json
 import pathlib
 import re
 from typing import Iterator, Sequence
@@ -54,12 +53,7 @@ def parse_jsonl_line(line: str) -> dict[str, str]:
   """
   if not line.strip():
     raise ValueError('blank line (a line is one JSON object {"text": ..., "label": ...})')
-  try:
-    record = json.loads(line)
-  except json.JSONDecodeError as e:
-    raise ValueError(f'invalid JSON: {e}') from None
-  if not isinstance(record, dict):
-    raise ValueError(f'expected a JSON object, got {type(record).__name__}')
+  record = _base.json_object(line)
   text, label = record.get('text'), record.get('label')
   if not isinstance(text, str) or not text.strip():
     raise ValueError('missing, empty or non-string "text"')
@@ -98,18 +92,10 @@ class TextClassification(_base.ManualBuilder, skip_registration=True):
 
   @classmethod
   def source_files(cls, manual_dir, config_name):
-    manual_dir = pathlib.Path(manual_dir)
-    files = {}
-    for split, stems in _STEMS.items():
-      path = _base.find_file(manual_dir, [f'{stem}{ext}' for stem in stems for ext in _FORMATS])
-      if path is not None:
-        files[split] = [path]
-    if not files:
-      raise _base.missing_files_error(
-          'text_classification', manual_dir,
-          [f'{stem}{ext}' for stems in _STEMS.values() for stem in stems for ext in _FORMATS],
-          cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
-    return files
+    return _base.split_files(
+        'text_classification', manual_dir,
+        {split: [f'{stem}{ext}' for stem in stems for ext in _FORMATS] for split, stems in _STEMS.items()},
+        cls.MANUAL_DOWNLOAD_INSTRUCTIONS)
 
   def _examples(self, split: str, files: Sequence[pathlib.Path],
                 dropped: collections.Counter) -> Iterator[dict]:
