@@ -1,16 +1,19 @@
-"""The training sections of a config: their keys and defaults, validation, overrides and comparison.
+"""The keys of a config and their defaults, `resolve` (once per run), overrides and comparison.
 
-The training code reads `config.optimizer` and `config.train` through `optimizer_config(config)` and
-`train_config(config)`: every key they know is listed in `OPTIMIZER_DEFAULTS` / `TRAIN_DEFAULTS`
-(a config file may leave a key out to get its default; a key not listed there is an error naming it,
-so a typo never silently falls back to a default). Config files should start from
-`optimizer_defaults()` / `train_defaults()` so that every key is overridable from the command line
-(`--config.optimizer.learning_rate=0.1`; `config_flags` rejects keys that do not exist).
+A run reads a *resolved* config: `resolve(config)` returns a frozen `ResolvedConfig` in which the
+top-level keys (`TOP_LEVEL_DEFAULTS`: `seed`, `task` ('' = the data kind), `parallel` ('shard_map' |
+'pmap' | 'none'), `distributed`), `config.optimizer` (`OPTIMIZER_DEFAULTS`) and `config.train`
+(`TRAIN_DEFAULTS`) hold every key, checked once; the training code reads `config.train.num_epochs`,
+`config.optimizer.learning_rate`, `config.parallel` directly. A config file may leave a key out to get
+its default; a key not listed is an error naming it, so a typo never silently falls back to a default.
+`config.data` and `config.model` are checked by the data loader and the model builder; `config.variants`
+(optional: name -> {dotted key: value}) gives one resolved config per variant (`variants`).
 
-Top-level keys read by training: `seed` (int), `task` ('' = the data kind), `parallel`
-('shard_map' | 'pmap' | 'none'), `distributed` (bool), `variants` (optional ConfigDict of
-name -> {dotted key: value}), `data.batch_size`, `model.single_root` (optional, default True).
-The config is never mutated: resolved copies are returned.
+The launchers resolve the config they parsed; the public entry points of `training` resolve what they
+are given (a resolved config is returned as it is), and a config read back from a workdir is resolved
+when read. Config files should start from `optimizer_defaults()` / `train_defaults()` so that every key
+is overridable from the command line (`--config.optimizer.learning_rate=0.1`; `config_flags` rejects
+keys that do not exist). The config given is never mutated.
 """
 from __future__ import annotations
 
@@ -90,6 +93,16 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     'phrase_loss_weight': 0.0,
 }
 
+TOP_LEVEL_DEFAULTS: dict[str, Any] = {
+    'seed': 0,
+    'task': '',  # '' = the data kind
+    'parallel': 'shard_map',  # one of PARALLEL_MODES ('' = the default)
+    'distributed': False,  # call jax.distributed.initialize (also asked by launcher flags / environment)
+}
+# The sections of a config: `optimizer` and `train` are filled by `resolve`, `data` and `model` are
+# checked by the data loader and the model builder, `variants` holds {name: {dotted key: value}}.
+SECTIONS = ('data', 'model', 'optimizer', 'train', 'variants')
+
 PARALLEL_MODES = ('shard_map', 'pmap', 'none')
 LM_LOSSES = ('token', 'sequence')
 OPTIMIZERS = ('adagrad', 'adam', 'adadelta', 'sgd')
@@ -106,16 +119,65 @@ def train_defaults() -> ml_collections.ConfigDict:
   return ml_collections.ConfigDict(copy.deepcopy(TRAIN_DEFAULTS))
 
 
-def _resolve(section: Any, defaults: Mapping[str, Any], where: str) -> ml_collections.ConfigDict:
-  out = ml_collections.ConfigDict(copy.deepcopy(dict(defaults)))
-  if section is None:
-    return out
-  given = section.to_dict() if isinstance(section, ml_collections.ConfigDict) else dict(section)
-  unknown = sorted(set(given) - set(defaults))
+class ResolvedConfig(ml_collections.FrozenConfigDict):
+  """A config after `resolve`: frozen, every training key present with a checked value.
+
+  Read it like the ConfigDict it came from (`config.train.num_epochs`, `config.optimizer.name`,
+  `config.parallel`); build it with `resolve`, never directly (that would skip the checks).
+  """
+
+
+def resolve(config: ml_collections.ConfigDict | Mapping[str, Any]) -> ResolvedConfig:
+  """The config of a run, every training key filled with its default and checked once.
+
+  The top-level keys (`TOP_LEVEL_DEFAULTS`), `config.optimizer` (`OPTIMIZER_DEFAULTS`) and
+  `config.train` (`TRAIN_DEFAULTS`) hold every key; `config.variants` holds nested overrides per
+  variant (dotted keys are unfolded; empty when the config has none). `config.data` and `config.model`
+  are kept as given: the data loader (`data.load`) and the model builder (`models.build`) check
+  their own keys. FieldReferences are resolved and lists become tuples. The config given is never
+  modified.
+
+  Args:
+    config: a ConfigDict (a config file's `get_config()`), a plain dict of one (a workdir's
+      config.json), or a `ResolvedConfig` (returned as it is).
+
+  Returns:
+    A `ResolvedConfig` (an `ml_collections.FrozenConfigDict`).
+
+  Raises:
+    errors.ConfigError (a ValueError; ConfigKeyError also a KeyError, ConfigTypeError also a
+    TypeError) naming `config.<key>` for an unknown key, a value of the wrong type or out of range.
+  """
+  if isinstance(config, ResolvedConfig):
+    return config
+  given = (to_dict(config) if isinstance(config, ml_collections.ConfigDict)
+           else json.loads(json.dumps(dict(config))))
+  _check_known(given, dict.fromkeys([*TOP_LEVEL_DEFAULTS, *SECTIONS]), 'config')
+  if given.get('parallel') in ('', None):
+    given.pop('parallel', None)  # empty: the default
+  out = _merge({k: v for k, v in given.items() if k in TOP_LEVEL_DEFAULTS}, TOP_LEVEL_DEFAULTS, 'config')
+  if out['parallel'] not in PARALLEL_MODES:
+    raise errors.ConfigError(f'config.parallel={out["parallel"]!r} is not one of {PARALLEL_MODES}')
+  out['optimizer'] = _optimizer(given.get('optimizer'))
+  out['train'] = _train(given.get('train'))
+  out['variants'] = _variants(given.get('variants'))
+  out.update({k: given[k] for k in ('data', 'model') if k in given})
+  return ResolvedConfig(out)
+
+
+def _check_known(given: Mapping[str, Any], known: Mapping[str, Any], where: str) -> None:
+  unknown = sorted(set(given) - set(known))
   if unknown:
-    first = errors.unknown_key(defaults, unknown[0], where=where)
+    first = errors.unknown_key(known, unknown[0], where=where)
     others = f' (also unknown: {", ".join(f"{where}.{k}" for k in unknown[1:])})' if unknown[1:] else ''
     raise errors.ConfigKeyError(f'{first}{others}')
+
+
+def _merge(section: Mapping[str, Any] | None, defaults: Mapping[str, Any], where: str) -> dict[str, Any]:
+  """`section` over `defaults` (a new dict); unknown keys and values of another type are errors."""
+  out = copy.deepcopy(dict(defaults))
+  given = dict(section or {})
+  _check_known(given, defaults, where)
   for key, value in given.items():
     default = defaults[key]
     if isinstance(default, bool) != isinstance(value, bool) or (
@@ -128,45 +190,66 @@ def _resolve(section: Any, defaults: Mapping[str, Any], where: str) -> ml_collec
   return out
 
 
-def optimizer_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """`config.optimizer` merged over `OPTIMIZER_DEFAULTS` (a new ConfigDict), validated.
-
-  Raises:
-    errors.ConfigError (a ValueError; ConfigTypeError also a TypeError) naming
-    `config.optimizer.<key>` for unknown keys, wrong types or values.
-  """
-  opt = _resolve(config.get('optimizer'), OPTIMIZER_DEFAULTS, 'config.optimizer')
-  if opt.name not in OPTIMIZERS:
-    raise errors.ConfigError(f'config.optimizer.name={opt.name!r} is not one of {OPTIMIZERS}')
-  if opt.schedule not in SCHEDULES:
-    raise errors.ConfigError(f'config.optimizer.schedule={opt.schedule!r} is not one of {SCHEDULES}')
+def _optimizer(section: Mapping[str, Any] | None) -> dict[str, Any]:
+  """`config.optimizer` merged over `OPTIMIZER_DEFAULTS`, checked."""
+  opt = _merge(section, OPTIMIZER_DEFAULTS, 'config.optimizer')
+  if opt['name'] not in OPTIMIZERS:
+    raise errors.ConfigError(f'config.optimizer.name={opt["name"]!r} is not one of {OPTIMIZERS}')
+  if opt['schedule'] not in SCHEDULES:
+    raise errors.ConfigError(f'config.optimizer.schedule={opt["schedule"]!r} is not one of {SCHEDULES}')
   for key in ('learning_rate', 'weight_decay', 'clip_norm', 'initial_accumulator', 'momentum', 'max_norm'):
     if opt[key] < 0:
       raise errors.ConfigError(f'config.optimizer.{key} must be >= 0, got {opt[key]}')
-  if not 0 < opt.plateau_factor <= 1:
-    raise errors.ConfigError(f'config.optimizer.plateau_factor must be in (0, 1], got {opt.plateau_factor}')
-  if opt.schedule == 'exponential' and opt.decay_steps <= 0:
+  if not 0 < opt['plateau_factor'] <= 1:
+    raise errors.ConfigError(f'config.optimizer.plateau_factor must be in (0, 1], got {opt["plateau_factor"]}')
+  if opt['schedule'] == 'exponential' and opt['decay_steps'] <= 0:
     raise errors.ConfigError('config.optimizer.decay_steps must be > 0 for schedule="exponential"')
   return opt
 
 
-def train_config(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-  """`config.train` merged over `TRAIN_DEFAULTS` (a new ConfigDict), validated."""
-  train = _resolve(config.get('train'), TRAIN_DEFAULTS, 'config.train')
-  if train.num_epochs <= 0 and train.num_steps <= 0:
+def _train(section: Mapping[str, Any] | None) -> dict[str, Any]:
+  """`config.train` merged over `TRAIN_DEFAULTS`, checked."""
+  train = _merge(section, TRAIN_DEFAULTS, 'config.train')
+  if train['num_epochs'] <= 0 and train['num_steps'] <= 0:
     raise errors.ConfigError('one of config.train.num_epochs, config.train.num_steps must be > 0')
-  if train.phrase_loss_weight < 0:
-    raise errors.ConfigError(f'config.train.phrase_loss_weight must be >= 0, got {train.phrase_loss_weight}')
-  if train.lm_loss not in LM_LOSSES:
-    raise errors.ConfigError(f'config.train.lm_loss={train.lm_loss!r} is not one of {LM_LOSSES}')
+  if train['phrase_loss_weight'] < 0:
+    raise errors.ConfigError(f'config.train.phrase_loss_weight must be >= 0, got {train["phrase_loss_weight"]}')
+  if train['lm_loss'] not in LM_LOSSES:
+    raise errors.ConfigError(f'config.train.lm_loss={train["lm_loss"]!r} is not one of {LM_LOSSES}')
   return train
 
 
-def parallel_mode(config: ml_collections.ConfigDict) -> str:
-  mode = config.get('parallel', 'shard_map') or 'shard_map'
-  if mode not in PARALLEL_MODES:
-    raise errors.ConfigError(f'config.parallel={mode!r} is not one of {PARALLEL_MODES}')
-  return mode
+def _variants(section: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+  """{name: nested overrides} of `config.variants` (dotted keys unfolded); names are checked."""
+  out = {}
+  for name, overrides in (section or {}).items():
+    if not name or os.sep in name or name.startswith('.'):
+      raise errors.ConfigError(f'config.variants: bad variant name {name!r} (it becomes a directory name)')
+    nested: dict[str, Any] = {}
+    for dotted, value in flatten(overrides or {}).items():
+      *parents, last = dotted.split('.')
+      node = nested
+      for part in parents:
+        node = node.setdefault(part, {})
+      node[last] = value
+    out[name] = nested
+  return out
+
+
+def variants(config: ResolvedConfig) -> dict[str, ResolvedConfig]:
+  """{name: the resolved config of that variant} of `config.variants`.
+
+  Each variant is `config` with its overrides applied (`with_overrides`) and no variants of its own.
+
+  Raises:
+    errors.ConfigKeyError naming `config.variants.<name>` and the key when an override names a key
+    that does not exist; the errors of `resolve` for the values.
+  """
+  base = to_dict(config)
+  base['variants'] = {}
+  return {name: resolve(with_overrides(ml_collections.ConfigDict(base), flatten(overrides.to_dict()),
+                                       where=f'config.variants.{name}'))
+          for name, overrides in config.variants.items()}
 
 
 def to_dict(config: ml_collections.ConfigDict) -> dict[str, Any]:

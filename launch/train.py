@@ -6,7 +6,8 @@ Multi-host: start one process per host with the same flags plus
 `--coordinator_address=HOST:PORT --num_processes=N --process_id=I` (or set `--config.distributed=True`
 on a cluster JAX detects itself, or the JAX_COORDINATOR_ADDRESS environment variable).
 Keys not in the config are errors (`--config.train.num_epochz=3` fails). The launcher only parses
-flags; `jax_structured.training.train_and_evaluate` does the work.
+flags and resolves the config once (`jax_structured.config.resolve`: defaults filled, keys checked);
+`jax_structured.training.train_and_evaluate` does the work.
 """
 import json
 import re
@@ -81,17 +82,19 @@ def main(argv):
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   _compilation_cache.enable()
   from jax_structured import analysis  # pylint: disable=g-import-not-at-top
+  from jax_structured import config as config_lib  # pylint: disable=g-import-not-at-top
   from jax_structured.data import loaders  # pylint: disable=g-import-not-at-top
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   config = _CONFIG.value
   if _TEXT_CLASSIFICATION_DIR.value:
     config = loaders.with_text_classification_data(config, _TEXT_CLASSIFICATION_DIR.value,
                                                            _DATA_OVERRIDES)
+  config = config_lib.resolve(config)
   training.maybe_initialize_distributed(config, coordinator_address=_COORDINATOR.value,
                                         num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
   results = training.train_and_evaluate(config, _WORKDIR.value, induce_trees=analysis.induce_trees)
   summary = ({name: {s: r.get(s) for s in ('validation', 'test')} for name, r in results.items()}
-             if config.get('variants') else {s: results.get(s) for s in ('validation', 'test')})
+             if config.variants else {s: results.get(s) for s in ('validation', 'test')})
   print(json.dumps(summary, indent=2, sort_keys=True))
 
 

@@ -7,6 +7,7 @@ import ml_collections
 import numpy as np
 import pytest
 
+from jax_structured import config as config_lib
 from jax_structured import models
 from jax_structured.data import batching
 from jax_structured.data import tree_batching
@@ -40,8 +41,8 @@ def _model(phrase_logits=True, encoder=None, static_channel=False, pooling='enco
 
 
 def _task(weight, phrase_logits=True):
-  return tasks.Classification(ml_collections.ConfigDict(
-      {'model': {'phrase_logits': phrase_logits}, 'train': {'phrase_loss_weight': weight}}))
+  return tasks.Classification(config_lib.resolve(ml_collections.ConfigDict(
+      {'model': {'phrase_logits': phrase_logits}, 'train': {'phrase_loss_weight': weight}})))
 
 
 def _log_softmax(z):

@@ -53,22 +53,58 @@ def test_unknown_or_mistyped_keys_in_config_sections_are_errors():
   with config.unlocked():
     config.optimizer.learnin_rate = 0.1
   with pytest.raises(ValueError, match=r'config\.optimizer\.learnin_rate'):
-    config_lib.optimizer_config(config)
+    config_lib.resolve(config)
   config = support.make_config()
   with config.unlocked():
     config.train = ml_collections.ConfigDict({'num_epochs': 'three'})
   with pytest.raises(TypeError, match=r'config\.train\.num_epochs must be a int'):
-    config_lib.train_config(config)
+    config_lib.resolve(config)
   with pytest.raises(ValueError, match=r"config\.optimizer\.name='rmsprop'"):
-    config_lib.optimizer_config(support.make_config(**{'optimizer.name': 'rmsprop'}))
+    config_lib.resolve(support.make_config(**{'optimizer.name': 'rmsprop'}))
   with pytest.raises(ValueError, match=r"config\.parallel='dp'"):
-    config_lib.parallel_mode(support.make_config(**{'parallel': 'dp'}))
+    config_lib.resolve(support.make_config(**{'parallel': 'dp'}))
+  config = support.make_config()
+  with config.unlocked():
+    config.sed = 1
+  with pytest.raises(KeyError, match=r'unknown config key config\.sed; did you mean config\.seed'):
+    config_lib.resolve(config)
+  with pytest.raises(ValueError, match=r"config\.variants: bad variant name '\.hidden'"):
+    config_lib.resolve(config_lib.to_dict(support.make_config()) | {'variants': {'.hidden': {}}})
   # Missing keys take their defaults; the config itself is never modified.
   config = ml_collections.ConfigDict({'optimizer': {'name': 'sgd', 'learning_rate': 1}})
-  opt = config_lib.optimizer_config(config)
+  resolved = config_lib.resolve(config)
+  opt = resolved.optimizer
   assert opt.learning_rate == 1.0 and isinstance(opt.learning_rate, float)
   assert opt.initial_accumulator == config_lib.OPTIMIZER_DEFAULTS['initial_accumulator']
+  assert resolved.train.to_dict() == config_lib.TRAIN_DEFAULTS | {'comparison_metrics': ()}
+  assert (resolved.seed, resolved.task, resolved.parallel, resolved.distributed) == (0, '', 'shard_map', False)
   assert set(config.optimizer) == {'name', 'learning_rate'}
+  assert set(config) == {'optimizer'}
+
+
+def test_resolve_is_frozen_idempotent_and_gives_one_config_per_variant():
+  config = support.make_config(**{'parallel': ''})
+  with config.unlocked():
+    config.variants = ml_collections.ConfigDict({'small': {'model.dim': 4}, 'sgd': {'optimizer': {'name': 'sgd'}}},
+                                                allow_dotted_keys=True)
+  resolved = config_lib.resolve(config)
+  assert isinstance(resolved, ml_collections.FrozenConfigDict)
+  assert config_lib.resolve(resolved) is resolved
+  assert resolved.parallel == 'shard_map'  # '' is the default
+  with pytest.raises(AttributeError):
+    resolved.train.num_epochs = 3
+  assert resolved.variants.to_dict() == {'small': {'model': {'dim': 4}}, 'sgd': {'optimizer': {'name': 'sgd'}}}
+  variants = config_lib.variants(resolved)
+  assert list(variants) == ['sgd', 'small']  # in name order, as ConfigDict keys are
+  assert variants['small'].model.dim == 4 and variants['small'].optimizer.name == 'adam'
+  assert variants['sgd'].optimizer.name == 'sgd' and variants['sgd'].model.dim == 8
+  assert all(isinstance(v, config_lib.ResolvedConfig) and not v.variants for v in variants.values())
+  # A resolved config read back from its JSON (a workdir's config.json) is the same config.
+  assert config_lib.resolve(json.loads(json.dumps(config_lib.to_dict(resolved)))) == resolved
+  bad = ml_collections.ConfigDict(config_lib.to_dict(resolved))
+  bad.variants.small = ml_collections.ConfigDict({'model': {'dimm': 4}})
+  with pytest.raises(KeyError, match=r'config\.variants\.small: unknown config key config\.model\.dimm'):
+    config_lib.variants(config_lib.resolve(bad))
 
 
 def test_overrides_and_incompatible_keys():
@@ -89,13 +125,22 @@ def test_overrides_and_incompatible_keys():
 
 
 def test_saved_config_py_rebuilds_the_config(tmp_path):
-  config = support.make_config()
+  config = config_lib.resolve(support.make_config())
   training.checkpoints.write_config(str(tmp_path), config)
   namespace = {}
   exec(compile((tmp_path / 'config.py').read_text(), 'config.py', 'exec'), namespace)  # pylint: disable=exec-used
   rebuilt = namespace['get_config']()
   assert config_lib.to_dict(rebuilt) == config_lib.to_dict(config)
-  assert training.checkpoints.read_config(str(tmp_path)).to_dict() == rebuilt.to_dict()
+  assert training.checkpoints.read_config(str(tmp_path)) == config  # resolved when read
+
+
+def test_a_saved_config_that_no_longer_resolves_names_the_file_and_the_key(tmp_path):
+  saved = config_lib.to_dict(config_lib.resolve(support.make_config()))
+  saved['train']['num_epocs'] = 3  # e.g. a key an older version had
+  (tmp_path / 'config.json').write_text(json.dumps(saved))
+  with pytest.raises(training.CheckpointError, match=r'config\.json is not a valid config for this version '
+                     r'.*unknown config key config\.train\.num_epocs'):
+    training.checkpoints.read_config(str(tmp_path))
 
 
 def test_launchers_end_to_end(tmp_path):

@@ -17,6 +17,7 @@ import numpy as np
 import optax
 import pytest
 
+from jax_structured import config as config_lib
 from jax_structured import models
 from jax_structured import trees
 from jax_structured.nn import exactness
@@ -74,7 +75,7 @@ def _problem(kind):
 
 def _runners(model, variables, mode):
   """(tx, the Runner as the trainer builds it, a Runner whose steps run the exact path inside)."""
-  task = tasks.Classification(ml_collections.ConfigDict({'model': {}}))
+  task = tasks.Classification(config_lib.resolve({'model': {}}))
   tx = optax.adam(0.05)
   bound = parallel.model_steps(model.apply, task, tx, jax.tree.map(lambda _: False, variables['params']))
   split = parallel.Runner(mode, **bound)
@@ -135,7 +136,7 @@ def test_hot_train_step_lowers_for_cuda_without_a_loop_or_branch_of_trees():
   all (a GPU reads a conditional's predicate on the host); under 'in_program' the loop is there (so the
   check can fail)."""
   model, batch, variables = _problem('pair')
-  task = tasks.Classification(ml_collections.ConfigDict({'model': {}}))
+  task = tasks.Classification(config_lib.resolve({'model': {}}))
   tx = optax.adam(0.05)
   emb = jax.tree.map(lambda _: False, variables['params'])
   bound = parallel.model_steps(model.apply, task, tx, emb)

@@ -15,7 +15,7 @@ from jax_structured.training import tasks
 
 
 def _opt(**kwargs):
-  return config_lib.optimizer_config(ml_collections.ConfigDict({'optimizer': kwargs}))
+  return config_lib.resolve(ml_collections.ConfigDict({'optimizer': kwargs})).optimizer
 
 
 def test_max_norm_columns_matches_numpy_and_keeps_short_columns_bit_for_bit():

@@ -17,7 +17,7 @@ def _reference(batches, opt_overrides):
   config = support.make_config(**opt_overrides)
   model = support.build_tiny_model(config.model, vocab_size=12, num_classes=2)
   params = jax.jit(lambda b: model.init(jax.random.PRNGKey(0), b))(batches[0])['params']
-  tx, _ = optimizers.build(config_lib.optimizer_config(config), params, 100)
+  tx, _ = optimizers.build(config_lib.resolve(config).optimizer, params, 100)
   opt_state = tx.init(params)
 
   def loss(p, batch):

@@ -11,6 +11,7 @@ import pytest
 
 import test_training_support as support
 from jax_structured import analysis
+from jax_structured import config as config_lib
 from jax_structured import training
 from jax_structured import trees
 from jax_structured.training import tasks
@@ -61,7 +62,7 @@ def test_lm_nll_and_perplexity_match_numpy():
   assert float(m2['nll'][1]) == 8
   # lm_loss='sequence': the same NLL summed per row, averaged over the rows that have targets (a
   # padding row does not count); 'nll' and the perplexity stay per token.
-  config = ml_collections.ConfigDict({'train': {'lm_loss': 'sequence'}})
+  config = config_lib.resolve(ml_collections.ConfigDict({'train': {'lm_loss': 'sequence'}}))
   row_task = tasks.LanguageModel(config)
   padded = {'targets': np.concatenate([targets, targets[:1]]),
             'mask': np.concatenate([mask, np.zeros((1, 5), np.float32)])}
@@ -73,7 +74,7 @@ def test_lm_nll_and_perplexity_match_numpy():
   grad_row = jax.grad(lambda x: row_task.loss_and_metrics(x, padded)[0])(logits3)
   np.testing.assert_allclose(grad_row, 4 * grad_token, rtol=1e-5, atol=1e-7)  # 8 tokens / 2 rows
   with pytest.raises(ValueError, match='config.train.lm_loss'):
-    tasks.LanguageModel(ml_collections.ConfigDict({'train': {'lm_loss': 'words'}}))
+    config_lib.resolve(ml_collections.ConfigDict({'train': {'lm_loss': 'words'}}))
 
 
 def test_tree_uas_metrics_against_numpy():
@@ -170,7 +171,7 @@ def test_variants_side_by_side(tmp_path):
   table = (tmp_path / 'comparison.md').read_text()
   assert '| small |' in table and '| large |' in table and 'test accuracy' in table
   saved = json.load(open(tmp_path / 'large' / 'config.json'))
-  assert saved['model']['dim'] == 16 and 'variants' not in saved
+  assert saved['model']['dim'] == 16 and not saved['variants']
   assert training.load_trained(str(tmp_path / 'small')).variables['params']['embed']['embedding'].shape == (12, 4)
   with config.unlocked():
     config.variants = {'bad': {'model': {'dimm': 3}}}

@@ -13,7 +13,7 @@ from jax_structured.training import tasks
 
 
 def _opt(**kwargs):
-  return config_lib.optimizer_config(ml_collections.ConfigDict({'optimizer': kwargs}))
+  return config_lib.resolve(ml_collections.ConfigDict({'optimizer': kwargs})).optimizer
 
 
 def _params(rng):

@@ -159,11 +159,11 @@ def run_steps(mode, batches, opt_overrides):
   Returns:
     (canonical state on the host, per-step global mean losses, eval sums on batches[0], runner).
   """
-  config = make_config(**opt_overrides)
+  config = config_lib.resolve(make_config(**opt_overrides))
   model = build_tiny_model(config.model, vocab_size=12, num_classes=2)
   task = tasks.Classification(config)
   variables = jax.jit(lambda b: model.init(jax.random.PRNGKey(0), b))(batches[0])
-  opt = config_lib.optimizer_config(config)
+  opt = config.optimizer
   tx, _ = optimizers.build(opt, variables['params'], 100)
   emb = optimizers.embedding_mask(variables['params'], opt.embedding_pattern)
   runner = parallel.Runner(

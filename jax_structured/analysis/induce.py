@@ -290,15 +290,36 @@ def induce_trees(workdir: str, split: str = 'test', *, num_pictures: int = 5,
       not match the split (names the file and the tree).
   """
   trained = training.load_trained(workdir, checkpoint=checkpoint)
-  config = trained.config
   output_dir = output_dir or os.path.join(workdir, f'trees_{split}')
   os.makedirs(output_dir, exist_ok=True)
-  data_split = training.load_split(config, trained.vocab, split)
-  batch_size = int(config.train.get('eval_batch_size', 0) or config.data.batch_size)
-  single_root = bool(config.model.get('single_root', True))
-  decode = make_decoder(trained.model, single_root=single_root)
-  variables = jax.device_put(trained.variables)
+  per_level = _collect_trees(trained, workdir, split)
+  result: dict[str, Any] = {'split': split, 'step': int(trained.step), 'output_dir': output_dir,
+                            'levels': {}, 'files': []}
+  for level, rec in per_level.items():
+    order = sorted(range(len(rec['order'])), key=lambda i: rec['order'][i])
+    for key in ('words', 'heads', 'weights', 'reference', 'caption'):
+      rec[key] = [rec[key][i] for i in order]
+    references = rec['reference']
+    if reference_conllu and level in ('sentence', 'premise', 'hypothesis'):
+      references = _conllu_references(reference_conllu, rec['words'], level, split)
+    has_reference = bool(references) and all(r is not None for r in references)
+    references = references if has_reference else None
+    result['levels'][level] = _level_statistics(rec['heads'], references)
+    result['files'] += _write_level(output_dir, level, rec, references, num_pictures,
+                                    title=f'{level}-level trees induced on {split}',
+                                    stats=result['levels'][level])
+  with open(os.path.join(output_dir, 'statistics.json'), 'w', encoding='utf-8') as f:
+    json.dump(result, f, indent=2, default=str)
+  return result
 
+
+def _collect_trees(trained, workdir: str, split: str) -> dict[str, dict[str, list]]:
+  """{level: record} of the trees decoded from every batch of `split` (`_add_trees`), in batch order."""
+  config = trained.config
+  data_split = training.load_split(config, trained.vocab, split)
+  batch_size = int(config.train.eval_batch_size or config.data.batch_size)
+  decode = make_decoder(trained.model, single_root=bool(config.model.get('single_root', True)))
+  variables = jax.device_put(trained.variables)
   per_level: dict[str, dict[str, list]] = {}
   for batch in data_split.batches(batch_size, shuffle=False):
     model_batch = {k: v for k, v in batch.items() if k != 'example_index'}
@@ -310,82 +331,91 @@ def induce_trees(workdir: str, split: str = 'test', *, num_pictures: int = 5,
     # scores, and its data has no label: captions name the example only.
     predictions = (np.asarray(jnp.argmax(logits, -1))
                    if trained.label_names and not isinstance(logits, Mapping) else None)
-    index = np.asarray(batch['example_index'])
     for prefix, level in levels.items():
-      heads = np.asarray(level['heads'])
-      n = heads.shape[-1]
-      heads = heads.reshape(-1, n)
-      lengths = np.asarray(level['lengths']).reshape(-1)
-      weights = np.asarray(level['weights']).reshape(-1, n)
-      per_row = heads.shape[0] // len(index)
-      reference = _reference_rows(batch, prefix, heads.shape[0], n)
       rec = per_level.setdefault(LEVELS[prefix], {
           'prefix': prefix, 'order': [], 'words': [], 'heads': [], 'weights': [], 'reference': [],
           'caption': []})
-      for row in range(heads.shape[0]):
-        example = int(index[row // per_row])
-        if example < 0 or lengths[row] == 0:
-          continue
-        k = int(lengths[row])
-        rec['order'].append((example, row % per_row))
-        rec['words'].append(_words_of(batch, prefix, trained.vocab, row // per_row, lengths[row])
-                            if prefix != 'sentence_' else
-                            trained.vocab.decode(batch['tokens'].reshape(-1, n)[row][:k]))
-        rec['heads'].append(heads[row, :k])
-        rec['weights'].append(weights[row, :k])
-        rec['reference'].append(None if reference is None else reference[row, :k])
-        label = int(batch['label'][row // per_row]) if 'label' in batch else None
-        names = trained.label_names
-        rec['caption'].append(
-            f'{split} example {example}'
-            + (f', sentence {row % per_row + 1}' if per_row > 1 else '')
-            + (f': gold {names[label]}' if label is not None else '')
-            + (f', predicted {names[int(predictions[row // per_row])]}'
-               if predictions is not None else ''))
+      _add_trees(rec, batch, prefix, level, predictions, trained, split)
+  return per_level
 
-  result: dict[str, Any] = {'split': split, 'step': int(trained.step), 'output_dir': output_dir,
-                            'levels': {}, 'files': []}
-  for level, rec in per_level.items():
-    order = sorted(range(len(rec['order'])), key=lambda i: rec['order'][i])
-    for key in ('words', 'heads', 'weights', 'reference', 'caption'):
-      rec[key] = [rec[key][i] for i in order]
-    references = rec['reference']
-    if reference_conllu and level in ('sentence', 'premise', 'hypothesis'):
-      parsed = read_conllu(reference_conllu)
-      if len(parsed) != len(rec['words']):
-        raise ValueError(f'{reference_conllu} has {len(parsed)} trees but the {split} split has '
-                         f'{len(rec["words"])} {level}-level trees')
-      for i, ((words, ref), ours) in enumerate(zip(parsed, rec['words'])):
-        if len(words) != len(ours):
-          raise ValueError(f'{reference_conllu}: tree {i + 1} has {len(words)} words, the {split} '
-                           f'split\'s tree {i + 1} has {len(ours)} ({" ".join(ours)})')
-      references = [ref for _, ref in parsed]
-    has_reference = all(r is not None for r in references) and references
-    width = max(len(h) for h in rec['heads'])
-    padded = np.full((len(rec['heads']), width), -1, np.int32)
-    ref_padded = np.full_like(padded, -1)
-    lengths = np.array([len(h) for h in rec['heads']], np.int32)
-    for i, h in enumerate(rec['heads']):
-      padded[i, :len(h)] = h
-      if has_reference:
-        ref_padded[i, :len(h)] = references[i]
-    result['levels'][level] = tree_statistics(padded, lengths, ref_padded if has_reference else None)
-    conllu = os.path.join(output_dir, f'{level}_trees.conllu')
-    write_conllu(conllu, rec['words'], rec['heads'], rec['weights'],
-                 comments=[{'caption': c} for c in rec['caption']])
-    result['files'].append(conllu)
-    if has_reference:
-      ref_path = os.path.join(output_dir, f'{level}_reference.conllu')
-      write_conllu(ref_path, rec['words'], references)
-      result['files'].append(ref_path)
-    items = [{'words': rec['words'][i], 'heads': rec['heads'][i], 'weights': rec['weights'][i],
-              'reference_heads': references[i] if has_reference else None,
-              'caption': rec['caption'][i], 'document': level == 'document'}
-             for i in range(min(num_pictures, len(rec['words'])))]
-    if items:
-      result['files'] += viz_induce.render_pictures(os.path.join(output_dir, level), items,
-                                         title=f'{level}-level trees induced on {split}',
-                                         stats=result['levels'][level])
-  with open(os.path.join(output_dir, 'statistics.json'), 'w', encoding='utf-8') as f:
-    json.dump(result, f, indent=2, default=str)
-  return result
+
+def _add_trees(rec: dict[str, list], batch: Mapping[str, np.ndarray], prefix: str,
+               level: Mapping[str, Any], predictions: Optional[np.ndarray], trained, split: str) -> None:
+  """Appends the real trees of one batch's decoded `level` to `rec`: (example, row) order, words,
+  heads, weights, reference heads (or None) and a caption each."""
+  index = np.asarray(batch['example_index'])
+  heads = np.asarray(level['heads'])
+  n = heads.shape[-1]
+  heads = heads.reshape(-1, n)
+  lengths = np.asarray(level['lengths']).reshape(-1)
+  weights = np.asarray(level['weights']).reshape(-1, n)
+  per_row = heads.shape[0] // len(index)
+  reference = _reference_rows(batch, prefix, heads.shape[0], n)
+  names = trained.label_names
+  for row in range(heads.shape[0]):
+    example = int(index[row // per_row])
+    if example < 0 or lengths[row] == 0:
+      continue
+    k = int(lengths[row])
+    rec['order'].append((example, row % per_row))
+    rec['words'].append(_words_of(batch, prefix, trained.vocab, row // per_row, lengths[row])
+                        if prefix != 'sentence_' else
+                        trained.vocab.decode(batch['tokens'].reshape(-1, n)[row][:k]))
+    rec['heads'].append(heads[row, :k])
+    rec['weights'].append(weights[row, :k])
+    rec['reference'].append(None if reference is None else reference[row, :k])
+    label = int(batch['label'][row // per_row]) if 'label' in batch else None
+    rec['caption'].append(
+        f'{split} example {example}'
+        + (f', sentence {row % per_row + 1}' if per_row > 1 else '')
+        + (f': gold {names[label]}' if label is not None else '')
+        + (f', predicted {names[int(predictions[row // per_row])]}' if predictions is not None else ''))
+
+
+def _conllu_references(path: str, words: Sequence[Sequence[str]], level: str, split: str) -> list:
+  """The heads of the trees of CoNLL-U file `path`, checked against the words of the split's trees."""
+  parsed = read_conllu(path)
+  if len(parsed) != len(words):
+    raise ValueError(f'{path} has {len(parsed)} trees but the {split} split has '
+                     f'{len(words)} {level}-level trees')
+  for i, ((theirs, _), ours) in enumerate(zip(parsed, words)):
+    if len(theirs) != len(ours):
+      raise ValueError(f'{path}: tree {i + 1} has {len(theirs)} words, the {split} '
+                       f'split\'s tree {i + 1} has {len(ours)} ({" ".join(ours)})')
+  return [ref for _, ref in parsed]
+
+
+def _level_statistics(heads: Sequence[np.ndarray], references: Optional[Sequence[np.ndarray]]
+                      ) -> dict[str, Any]:
+  """`tree_statistics` of trees of different lengths (padded with -1), against `references` if given."""
+  width = max(len(h) for h in heads)
+  padded = np.full((len(heads), width), -1, np.int32)
+  ref_padded = np.full_like(padded, -1)
+  lengths = np.array([len(h) for h in heads], np.int32)
+  for i, h in enumerate(heads):
+    padded[i, :len(h)] = h
+    if references is not None:
+      ref_padded[i, :len(h)] = references[i]
+  return tree_statistics(padded, lengths, ref_padded if references is not None else None)
+
+
+def _write_level(output_dir: str, level: str, rec: Mapping[str, list],
+                 references: Optional[Sequence[np.ndarray]], num_pictures: int, *, title: str,
+                 stats: Mapping[str, Any]) -> list[str]:
+  """Writes a level's trees (and references) as CoNLL-U and draws the first `num_pictures`; returns
+  the files written."""
+  conllu = os.path.join(output_dir, f'{level}_trees.conllu')
+  write_conllu(conllu, rec['words'], rec['heads'], rec['weights'],
+               comments=[{'caption': c} for c in rec['caption']])
+  files = [conllu]
+  if references is not None:
+    ref_path = os.path.join(output_dir, f'{level}_reference.conllu')
+    write_conllu(ref_path, rec['words'], references)
+    files.append(ref_path)
+  items = [{'words': rec['words'][i], 'heads': rec['heads'][i], 'weights': rec['weights'][i],
+            'reference_heads': references[i] if references is not None else None,
+            'caption': rec['caption'][i], 'document': level == 'document'}
+           for i in range(min(num_pictures, len(rec['words'])))]
+  if items:
+    files += viz_induce.render_pictures(os.path.join(output_dir, level), items, title=title, stats=stats)
+  return files

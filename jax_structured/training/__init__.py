@@ -6,8 +6,9 @@ Entry points (launchers only parse flags and call these):
   `load_trained(workdir, checkpoint='best')`      -> Trained(config, model, variables, vocab,
                                                    label_names, extras, step, task)
 Tasks (`tasks.register`), optimisers (`optimizers`) and the pure steps (`steps.train_step` /
-`steps.eval_step`) are public too. The config keys and their defaults live in `jax_structured.config`
-(a leaf module that every layer, the model presets included, may read).
+`steps.eval_step`) are public too. The config keys, their defaults and `resolve` (the frozen config
+every function here reads; the entry points resolve a plain ConfigDict once) live in
+`jax_structured.config` (a leaf module that every layer, the model presets included, may read).
 """
 from jax_structured.training import checkpoints
 from jax_structured.training import optimizers

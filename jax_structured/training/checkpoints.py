@@ -2,7 +2,8 @@
 
 Workdir layout (written by process 0; Orbax coordinates the processes for checkpoints):
 
-  config.json, config.py   the resolved config (`config.py` rebuilds it: `get_config()`)
+  config.json, config.py   the resolved config (`config.py` rebuilds it: `get_config()`; `read_config`
+                           resolves it again: `jax_structured.config.resolve`)
   vocab.json               the vocabulary tokens (`data.Vocabulary.save`)
   labels.json              the label names
   extras.json              JSON-able `TaskData.extras` (Vocabulary values as {'__vocabulary__': tokens})
@@ -25,12 +26,12 @@ from typing import Any, Mapping
 
 from etils import epath
 import jax
-import ml_collections
 import numpy as np
 import orbax.checkpoint as ocp
 from orbax.checkpoint import checkpoint_managers
 
 from jax_structured import config as config_lib
+from jax_structured import errors
 
 CHECKPOINT_DIR = 'checkpoints'
 
@@ -114,11 +115,12 @@ def _read_json(path: str) -> Any:
 
 # --- the files beside the checkpoints ---------------------------------------------------------------
 
-def check_config(workdir: str, config: ml_collections.ConfigDict) -> None:
+def check_config(workdir: str, config: config_lib.ResolvedConfig) -> None:
   """Raises when `workdir` was trained with a config incompatible with `config` (resume check).
 
-  Only `train.*`, `parallel`, `distributed` and `variants` may differ (see
-  `config.RESUMABLE_PREFIXES`). The error names every differing key with both values.
+  Both configs are compared resolved (a key the saved one leaves out counts as its default). Only
+  `train.*`, `parallel`, `distributed` and `variants` may differ (see `config.RESUMABLE_PREFIXES`). The
+  error names every differing key with both values.
   """
   path = os.path.join(workdir, 'config.json')
   if not os.path.exists(path):
@@ -127,14 +129,14 @@ def check_config(workdir: str, config: ml_collections.ConfigDict) -> None:
       raise CheckpointError(f'{workdir} holds checkpoints but no config.json: cannot check that they '
                             'belong to this config; use a fresh workdir')
     return
-  diff = config_lib.incompatible_keys(_read_json(path), config_lib.to_dict(config))
+  diff = config_lib.incompatible_keys(config_lib.to_dict(read_config(workdir)), config_lib.to_dict(config))
   if diff:
     raise CheckpointError(f'workdir {workdir} holds a run of another config ({path}); differing keys:\n  '
                           + '\n  '.join(diff) + '\nuse a fresh --workdir or the same config')
 
 
-def write_config(workdir: str, config: ml_collections.ConfigDict) -> None:
-  """Writes config.json and config.py (whose `get_config()` returns the same ConfigDict)."""
+def write_config(workdir: str, config: config_lib.ResolvedConfig) -> None:
+  """Writes config.json and config.py (whose `get_config()` returns it as a ConfigDict)."""
   as_dict = config_lib.to_dict(config)
   _write_json(os.path.join(workdir, 'config.json'), as_dict)
   if _is_primary():
@@ -148,12 +150,21 @@ def write_config(workdir: str, config: ml_collections.ConfigDict) -> None:
     os.replace(tmp, os.path.join(workdir, 'config.py'))
 
 
-def read_config(workdir: str) -> ml_collections.ConfigDict:
+def read_config(workdir: str) -> config_lib.ResolvedConfig:
+  """The config saved in `workdir`'s config.json, resolved (`jax_structured.config.resolve`).
+
+  Raises:
+    FileNotFoundError when the workdir has no config.json; CheckpointError naming the file when it is
+    damaged or no longer a valid config (e.g. it holds a key this version does not know).
+  """
   path = os.path.join(workdir, 'config.json')
   if not os.path.exists(path):
     raise FileNotFoundError(f'workdir {workdir} has no config.json: not a training workdir (or training '
                             'has not started)')
-  return ml_collections.ConfigDict(_read_json(path))
+  try:
+    return config_lib.resolve(_read_json(path))
+  except errors.ConfigError as e:
+    raise CheckpointError(f'{path} is not a valid config for this version of jax_structured: {e}') from e
 
 
 def write_run_files(workdir: str, *, vocab, label_names, extras: Mapping[str, Any],

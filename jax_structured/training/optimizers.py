@@ -93,7 +93,7 @@ def learning_rate_schedule(opt: ml_collections.ConfigDict, total_steps: int) -> 
   """The base learning rate as a function of the step (before the plateau scale).
 
   Args:
-    opt: a resolved optimizer config (`config.optimizer_config`).
+    opt: the optimizer section of a resolved config (`jax_structured.config.resolve(config).optimizer`).
     total_steps: number of training steps (horizon of cosine / linear when `decay_steps` is 0).
   """
   lr = opt.learning_rate
@@ -132,7 +132,7 @@ def build(opt: ml_collections.ConfigDict, params: Any, total_steps: int
   """Steps 2-5 above as one optax transformation, and the learning-rate schedule.
 
   Args:
-    opt: a resolved optimizer config (`config.optimizer_config`).
+    opt: the optimizer section of a resolved config (`jax_structured.config.resolve(config).optimizer`).
     params: the parameters (only their tree structure and paths are used).
     total_steps: number of training steps (for schedules).
 

@@ -25,7 +25,6 @@ from typing import Any, Callable, Mapping
 from flax import traverse_util
 import jax
 import jax.numpy as jnp
-import ml_collections
 
 from jax_structured import trees
 from jax_structured import config as config_lib
@@ -59,13 +58,13 @@ def get(name: str) -> type:
   return _TASKS[name]
 
 
-def build(config: ml_collections.ConfigDict, kind: str, task_data: Any = None) -> 'Task':
-  """The task of `config.task`, or of the data `kind` when `config.task` is empty/absent.
+def build(config: config_lib.ResolvedConfig, kind: str, task_data: Any = None) -> 'Task':
+  """The task of `config.task` (a resolved config), or of the data `kind` when `config.task` is empty.
 
   Task classes are constructed as `cls(config)`, or `cls(config, task_data=task_data)` when their
   constructor takes `task_data` (e.g. for vocabularies in `task_data.extras`).
   """
-  cls = get(config.get('task') or kind)
+  cls = get(config.task or kind)
   if 'task_data' in inspect.signature(cls).parameters:
     return cls(config, task_data=task_data)
   return cls(config)
@@ -76,7 +75,7 @@ class Task:
   dev_metric: str = 'loss'
   higher_is_better: bool = False
 
-  def __init__(self, config: ml_collections.ConfigDict | None = None):
+  def __init__(self, config: config_lib.ResolvedConfig | None = None):
     self.config = config
     model = config.get('model') if config is not None else None
     self.single_root = bool(model.get('single_root', True)) if model is not None else True
@@ -178,10 +177,9 @@ class Classification(Task):
   dev_metric = 'accuracy'
   higher_is_better = True
 
-  def __init__(self, config: ml_collections.ConfigDict | None = None):
+  def __init__(self, config: config_lib.ResolvedConfig | None = None):
     super().__init__(config)
-    self.phrase_weight = (config_lib.train_config(config).phrase_loss_weight
-                          if config is not None and 'train' in config else 0.0)
+    self.phrase_weight = config.train.phrase_loss_weight if config is not None else 0.0
     model = config.get('model') if config is not None else None
     if self.phrase_weight and not (model is not None and model.get('phrase_logits', False)):
       raise ValueError(f'config.train.phrase_loss_weight={self.phrase_weight} needs node logits: set '
@@ -222,10 +220,9 @@ class LanguageModel(Task):
   dev_metric = 'perplexity'
   higher_is_better = False
 
-  def __init__(self, config: ml_collections.ConfigDict | None = None):
+  def __init__(self, config: config_lib.ResolvedConfig | None = None):
     super().__init__(config)
-    self.per_row = (config is not None and 'train' in config
-                    and config_lib.train_config(config).lm_loss == 'sequence')
+    self.per_row = config is not None and config.train.lm_loss == 'sequence'
 
   def loss_and_metrics(self, outputs, batch):
     logits = outputs

@@ -48,13 +48,13 @@ def build_model(model_config: ml_collections.ConfigDict, *, vocab_size: int, num
 
 # --- distributed ------------------------------------------------------------------------------------
 
-def maybe_initialize_distributed(config: ml_collections.ConfigDict | None = None, *,
+def maybe_initialize_distributed(config: config_lib.ResolvedConfig | None = None, *,
                                  coordinator_address: str | None = None, num_processes: int | None = None,
                                  process_id: int | None = None) -> bool:
   """Calls `jax.distributed.initialize` when asked (once, before any computation).
 
-  Asked by any explicit argument, by `config.distributed`, or by the environment variable
-  `JAX_COORDINATOR_ADDRESS` (JAX reads `JAX_NUM_PROCESSES` / `JAX_PROCESS_ID` itself, and detects
+  Asked by any explicit argument, by `config.distributed` (of a resolved config), or by the environment
+  variable `JAX_COORDINATOR_ADDRESS` (JAX reads `JAX_NUM_PROCESSES` / `JAX_PROCESS_ID` itself, and detects
   SLURM / Cloud TPU / MPI clusters when the arguments are None).
 
   Returns:
@@ -63,7 +63,7 @@ def maybe_initialize_distributed(config: ml_collections.ConfigDict | None = None
   if jax.distributed.is_initialized():
     return True
   asked = (coordinator_address or num_processes is not None or process_id is not None
-           or (config is not None and config.get('distributed', False))
+           or (config is not None and config.distributed)
            or os.environ.get('JAX_COORDINATOR_ADDRESS'))
   if not asked:
     return False
@@ -135,7 +135,7 @@ class LoopState:
 
 @dataclasses.dataclass
 class _Setup:
-  config: ml_collections.ConfigDict
+  config: config_lib.ResolvedConfig
   task_data: Any
   task: tasks_lib.Task
   model: Any
@@ -145,8 +145,8 @@ class _Setup:
   schedule: Any
 
 
-def _setup(config, task_data, *, sample, mode: str, total_steps: int) -> _Setup:
-  opt_cfg = config_lib.optimizer_config(config)
+def _setup(config: config_lib.ResolvedConfig, task_data, *, sample, mode: str, total_steps: int) -> _Setup:
+  opt_cfg = config.optimizer
   model = build_model(config.model, vocab_size=len(task_data.vocab), num_classes=task_data.num_classes,
                       embeddings=task_data.embeddings)
   task = tasks_lib.build(config, task_data.kind, task_data)  # after the model: families register tasks
@@ -172,7 +172,7 @@ def evaluate_split(setup: _Setup, state: Any, split, batch_size: int) -> dict[st
 def _evaluate_sums(setup: _Setup, state: Any, split, batch_size: int) -> dict[str, tuple[float, float]]:
   """{metric: (sum, count)} of `state` over every batch of `split` (host numbers)."""
   acc = metrics_lib.Accumulator()
-  task_name = setup.config.get('task') or setup.task_data.kind
+  task_name = setup.config.task or setup.task_data.kind
   for i, batch in enumerate(split.batches(batch_size, shuffle=False, num_shards=setup.runner.num_shards)):
     where = f'{split.name} batch {i}'
     check_batch(batch, where=where, num_classes=setup.task_data.num_classes, task_name=task_name)
@@ -198,13 +198,14 @@ def _set_scalar(runner: parallel.Runner, state: Any, **values) -> Any:
   return state.replace(**new)
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
+def train_and_evaluate(config: config_lib.ResolvedConfig | ml_collections.ConfigDict, workdir: str, *,
                        hooks: Iterable[Callable[[int], None]] = (),
                        induce_trees: Callable[..., dict] | None = None) -> dict[str, Any]:
   """Trains `config` into `workdir` (resuming when it holds checkpoints); returns the final metrics.
 
   Args:
-    config: the experiment config (see `jax_structured.config` for the keys read here).
+    config: the experiment config, resolved (`jax_structured.config.resolve`) or not: a plain
+      ConfigDict is resolved here, once.
     workdir: run directory (checkpoints, event files, config, vocabulary, metrics.json).
     hooks: callables `hook(step)` run after every training step (after evaluation/checkpointing).
     induce_trees: `analysis.induce_trees` (or a function with its signature), called after training
@@ -222,13 +223,15 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str, *,
     out of memory.
   """
   metrics_lib.quiet_library_logs()
+  config = config_lib.resolve(config)
   maybe_initialize_distributed(config)
-  if config.get('variants'):
+  if config.variants:
     return train_variants(config, workdir, hooks=hooks, induce_trees=induce_trees)
   return _train(config, workdir, hooks=hooks, induce_trees=induce_trees)
 
 
-def _train(config, workdir, *, hooks=(), induce_trees=None) -> dict[str, Any]:
+def _train(config: config_lib.ResolvedConfig, workdir: str, *, hooks=(), induce_trees=None
+           ) -> dict[str, Any]:
   """One run: prepare, restore or start, train with periodic evaluation, final evaluation, files."""
   _check_render_trees(config, induce_trees)
   run = _prepare(config, workdir)
@@ -243,15 +246,15 @@ def _train(config, workdir, *, hooks=(), induce_trees=None) -> dict[str, Any]:
       loop.write_final(results)
     finally:  # an error mid-run still flushes its events and ends the writer's thread
       loop.close()
-  if run.train_cfg.render_trees:  # reads the closed checkpoints
-    results['induced_trees'] = _render_trees(induce_trees, workdir, run.train_cfg.render_trees)
+  if config.train.render_trees:  # reads the closed checkpoints
+    results['induced_trees'] = _render_trees(induce_trees, workdir, config.train.render_trees)
   results = metrics_lib.jsonable(results)  # returned exactly as metrics.json reads back
   metrics_lib.write_json(os.path.join(workdir, 'metrics.json'), results)
   return results
 
 
-def _check_render_trees(config, induce_trees) -> None:
-  render = config_lib.train_config(config).render_trees
+def _check_render_trees(config: config_lib.ResolvedConfig, induce_trees) -> None:
+  render = config.train.render_trees
   if render and induce_trees is None:
     raise ValueError(f'config.train.render_trees={render} draws induced trees after training, which '
                      'needs the analysis layer: pass induce_trees=jax_structured.analysis.induce_trees '
@@ -260,10 +263,8 @@ def _check_render_trees(config, induce_trees) -> None:
 
 @dataclasses.dataclass
 class _Run:
-  """What one training run reads: the config's sections, the data, the model setup and sizes."""
-  config: ml_collections.ConfigDict
-  opt_cfg: ml_collections.ConfigDict
-  train_cfg: ml_collections.ConfigDict
+  """What one training run reads: the config, the data, the model setup and sizes."""
+  config: config_lib.ResolvedConfig
   task_data: Any
   setup: _Setup
   sample: dict
@@ -274,11 +275,10 @@ class _Run:
   task_name: str
 
 
-def _prepare(config, workdir) -> _Run:
+def _prepare(config: config_lib.ResolvedConfig, workdir: str) -> _Run:
   """Checks the config against the workdir, loads the data, builds the model, optimiser and steps."""
   from jax_structured import data  # pylint: disable=g-import-not-at-top
-  train_cfg = config_lib.train_config(config)
-  mode = config_lib.parallel_mode(config)
+  mode = config.parallel
   if mode == 'none' and jax.process_count() > 1:
     raise ValueError(f"config.parallel='none' trains on one device, but this job has "
                      f"{jax.process_count()} processes: use 'shard_map' (or 'pmap')")
@@ -294,12 +294,11 @@ def _prepare(config, workdir) -> _Run:
   steps_per_epoch = _num_batches(train_split, batch_size, parallel.make_mesh(mode).devices.size)
   if steps_per_epoch == 0:
     raise ValueError(f'the train split of {config.data.name!r} is empty')
-  total_steps = train_cfg.num_steps or train_cfg.num_epochs * steps_per_epoch
+  total_steps = config.train.num_steps or config.train.num_epochs * steps_per_epoch
   sample = _model_init_sample(train_split, batch_size)
   setup = _setup(config, task_data, sample=sample, mode=mode, total_steps=total_steps)
-  return _Run(config, config_lib.optimizer_config(config), train_cfg, task_data, setup, sample, batch_size,
-              train_cfg.eval_batch_size or batch_size, steps_per_epoch, total_steps,
-              config.get('task') or task_data.kind)
+  return _Run(config, task_data, setup, sample, batch_size, config.train.eval_batch_size or batch_size,
+              steps_per_epoch, total_steps, config.task or task_data.kind)
 
 
 def _write_run_files(run: _Run, workdir: str) -> None:
@@ -329,7 +328,7 @@ class _TrainLoop:
 
   def __init__(self, run: _Run, ckpts, workdir: str):
     self.run, self.ckpts, self.workdir = run, ckpts, workdir
-    setup, opt_cfg = run.setup, run.opt_cfg
+    setup, opt_cfg = run.setup, run.config.optimizer
     self.task, self.runner = setup.task, setup.runner
     self.plateau = optimizers.Plateau(opt_cfg.plateau_factor, opt_cfg.plateau_patience,
                                       opt_cfg.plateau_threshold, self.task.higher_is_better)
@@ -345,7 +344,7 @@ class _TrainLoop:
     if self.last_saved is None:
       self.writer.write_hparams(config_lib.flatten(config_lib.to_dict(run.config)))
     self.progress = metrics_lib.ProgressReport(
-        num_train_steps=run.total_steps, writer=self.writer, every_steps=run.train_cfg.log_every_steps,
+        num_train_steps=run.total_steps, writer=self.writer, every_steps=run.config.train.log_every_steps,
         compile_seconds=lambda: self.runner.compile_seconds)
     self._state = self.runner.place(state)
     # The train step dispatched last, not yet finished (`_finish`): (metrics, pending, batch, shapes).
@@ -400,11 +399,12 @@ class _TrainLoop:
     return metrics, pending, batches, shapes
 
   def train(self, hooks) -> None:
-    run, cfg = self.run, self.run.train_cfg
+    run, cfg = self.run, self.run.config.train
     stop = self.step >= run.total_steps
     while not stop:
       self.state = _set_scalar(self.runner, self.state,
-                               embed_scale=optimizers.embedding_scale(run.opt_cfg, self.loop.epoch))
+                               embed_scale=optimizers.embedding_scale(run.config.optimizer,
+                                                                      self.loop.epoch))
       for i, batch in enumerate(run.task_data.splits['train'].batches(
           run.batch_size, shuffle=cfg.shuffle, seed=run.config.seed, epoch=self.loop.epoch,
           num_shards=self.runner.num_shards)):
@@ -523,7 +523,7 @@ class _TrainLoop:
     metrics_lib.console(f'step {self.step}: dev ' + ', '.join(f'{k} {v:.4f}' for k, v in dev.items())
                         + f' (best {metric} {loop.best:.4f} at step {loop.best_step})')
     self._save({metric: value} if not math.isnan(value) else None)
-    patience = self.run.train_cfg.early_stopping_patience
+    patience = self.run.config.train.early_stopping_patience
     if patience and loop.evals_since_best >= patience:
       logging.info('early stopping at step %d: no dev improvement in %d evaluations', self.step, patience)
       return True
@@ -625,7 +625,7 @@ def _out_of_memory_names(config, where: str, shapes: Sequence[Mapping[str, tuple
     distinct = len({tuple(sorted(s.items())) for s in shapes})
     keys = ', '.join(f'data.{k}={config.data[k]!r}' for k in _BATCH_SHAPE_KEYS if k in config.data)
     if eval_batch:
-      eval_size = config.train.get('eval_batch_size', 0)
+      eval_size = config.train.eval_batch_size
       keys = f'train.eval_batch_size={eval_size!r} (0 = data.batch_size), {keys}'
     shape_text = ', '.join(f'{k} {list(v)}' for k, v in largest.items())
     raise DeviceMemoryError(
@@ -638,44 +638,33 @@ def _out_of_memory_names(config, where: str, shapes: Sequence[Mapping[str, tuple
 
 # --- variants ---------------------------------------------------------------------------------------
 
-def train_variants(config: ml_collections.ConfigDict, workdir: str, *,
+def train_variants(config: config_lib.ResolvedConfig | ml_collections.ConfigDict, workdir: str, *,
                    hooks: Iterable[Callable[[int], None]] = (),
                    induce_trees: Callable[..., dict] | None = None) -> dict[str, Any]:
   """Trains every `config.variants` entry into `<workdir>/<name>`; writes comparison.json / .md.
 
-  Each variant is `config` with its overrides applied and `variants` removed. Overrides are nested
-  (`{'model': {'attention': 'none'}}`, overridable from the command line as
-  `--config.variants.none.model.attention=...`) or dotted keys (`{'model.attention': 'none'}`, which
-  needs `ml_collections.ConfigDict(..., allow_dotted_keys=True)`).
+  Each variant is one resolved config (`jax_structured.config.variants`): `config` with its overrides
+  applied and no variants of its own. Overrides are nested (`{'model': {'attention': 'none'}}`,
+  overridable from the command line as `--config.variants.none.model.attention=...`) or dotted keys
+  (`{'model.attention': 'none'}`, which needs `ml_collections.ConfigDict(..., allow_dotted_keys=True)`).
 
   Returns:
     {name: results of train_and_evaluate}.
   """
-  variants = config.variants.to_dict() if isinstance(config.variants, ml_collections.ConfigDict) \
-      else dict(config.variants)
-  base = config_lib.to_dict(config)
-  del base['variants']
-  base = ml_collections.ConfigDict(base)
-  configs = {}
-  for name, overrides in variants.items():
-    if not name or os.sep in name or name.startswith('.'):
-      raise ValueError(f'config.variants: bad variant name {name!r} (it becomes a directory name)')
-    # Nested ({'model': {'attention': 'none'}}) or dotted ({'model.attention': 'none'}) overrides.
-    configs[name] = config_lib.with_overrides(base, config_lib.flatten(dict(overrides or {})),
-                                              where=f'config.variants.{name}')
+  config = config_lib.resolve(config)
+  configs = config_lib.variants(config)
   for child in configs.values():
     _check_render_trees(child, induce_trees)  # before any variant trains
   os.makedirs(workdir, exist_ok=True)
   results = {}
   for name, child in configs.items():
-    logging.info('variant %s: %s', name, dict(variants[name] or {}))
+    logging.info('variant %s: %s', name, config.variants[name].to_dict())
     results[name] = _train(child, os.path.join(workdir, name), hooks=hooks, induce_trees=induce_trees)
-  comparison = comparison_table(
-      results, metrics=tuple(config_lib.train_config(base).get('comparison_metrics') or ()))
+  comparison = comparison_table(results, metrics=config.train.comparison_metrics)
   metrics_lib.write_json(os.path.join(workdir, 'comparison.json'),
                          {name: {split: r.get(split) for split in EVAL_SPLITS} | {
                              'best_step': r['best_step'], 'dev_metric': r['dev_metric'],
-                             'overrides': variants[name]} for name, r in results.items()})
+                             'overrides': config.variants[name].to_dict()} for name, r in results.items()})
   if jax.process_index() == 0:
     with open(os.path.join(workdir, 'comparison.md'), 'w', encoding='utf-8') as f:
       f.write(comparison)
@@ -719,7 +708,7 @@ class Trained:
   """A trained model restored from a workdir (`load_trained`).
 
   Attributes:
-    config: the resolved config saved at training time.
+    config: the config saved at training time (a `jax_structured.config.ResolvedConfig`).
     model: the Linen module (`model.apply(variables, batch, train=False)`).
     variables: {'params': ..., other collections} as host numpy arrays.
     vocab: the training vocabulary (`data.Vocabulary`).
@@ -728,7 +717,7 @@ class Trained:
     step: the restored checkpoint's step.
     task: the task object (loss/metrics; `dev_metric`).
   """
-  config: ml_collections.ConfigDict
+  config: config_lib.ResolvedConfig
   model: Any
   variables: Any
   vocab: Any
@@ -752,14 +741,17 @@ class _SavedData:
     self.splits = {}
 
 
-def _restore_setup(workdir: str, *, mode: str = 'none'):
+def _restore_setup(workdir: str, *, mode: str | None = 'none'):
+  """(config, files, saved data, setup) of `workdir`; the state laid out for `mode` (None: the
+  run's own `config.parallel`)."""
   metrics_lib.quiet_library_logs()  # every launcher reading a workdir: no Orbax / TFDS restore chatter
   config = ckpt_lib.read_config(workdir)
   files = ckpt_lib.read_run_files(workdir)
   run_info = files['run_info']
   saved = _SavedData(files, run_info)
   # The optimizer state's structure does not depend on the number of steps: 1 is enough.
-  setup = _setup(config, saved, sample=_spec_to_abstract(run_info['batch_spec']), mode=mode, total_steps=1)
+  setup = _setup(config, saved, sample=_spec_to_abstract(run_info['batch_spec']),
+                 mode=mode or config.parallel, total_steps=1)
   return config, files, saved, setup
 
 
@@ -799,11 +791,11 @@ def _restore_checkpoint(workdir: str, run_info: dict, target, checkpoint: str | 
   return step, state
 
 
-def load_split(config: ml_collections.ConfigDict, vocab, split: str):
+def load_split(config: config_lib.ResolvedConfig | ml_collections.ConfigDict, vocab, split: str):
   """The `split` of a trained run's data, checked against the vocabulary saved with the run.
 
   Args:
-    config: the run's resolved config (`Trained.config`).
+    config: the run's config (`Trained.config`; only `config.data` is read).
     vocab: the saved vocabulary (`Trained.vocab`).
     split: 'train', 'validation' (alias 'dev') or 'test'.
 
@@ -815,10 +807,9 @@ def load_split(config: ml_collections.ConfigDict, vocab, split: str):
     KeyError naming the known splits when `split` does not exist.
   """
   from jax_structured import data  # pylint: disable=g-import-not-at-top
-  data_config = config.data.copy_and_resolve_references()
+  data_config = ml_collections.ConfigDict(config.data.to_dict())
   if data_config.get('embeddings'):  # the trained table is in the checkpoint: no word2vec / file read
-    with data_config.unlocked():
-      data_config.embeddings = ''
+    data_config.embeddings = ''
   task_data = data.load(data_config)
   if list(task_data.vocab.tokens) != list(vocab.tokens):
     raise ValueError(f'the data of config.data.name={config.data.name!r} gives a vocabulary that differs '
@@ -841,12 +832,10 @@ def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best
   """
   if not os.path.isdir(workdir):
     raise FileNotFoundError(f'workdir {workdir} does not exist')
-  config, files, _, setup = _restore_setup(workdir, mode=config_lib.parallel_mode(
-      ckpt_lib.read_config(workdir)))
+  config, files, _, setup = _restore_setup(workdir, mode=None)
   step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
   data_split = load_split(config, files['vocab'], split)
-  train_cfg = config_lib.train_config(config)
-  batch_size = train_cfg.eval_batch_size or int(config.data.batch_size)
+  batch_size = config.train.eval_batch_size or int(config.data.batch_size)
   result = {'split': split, 'step': step, 'checkpoint': str(checkpoint),
             **evaluate_split(setup, setup.runner.place(state), data_split, batch_size)}
   metrics_lib.write_json(os.path.join(workdir, f'eval_{split}.json'), result)

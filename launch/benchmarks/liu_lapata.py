@@ -344,16 +344,15 @@ def build_bench(config: ml_collections.ConfigDict, kind: str, batch: Mapping[str
   """
   if kind in ('sentence', 'pair', 'document'):
     liu_lapata.validate_batch(batch, kind)
+  config = config_lib.resolve(config)
   model = models.build(config.model, vocab_size=vocab_size, num_classes=num_classes)
-  seed = int(config.get('seed', 0))
-  key = jax.random.PRNGKey(seed)
+  key = jax.random.PRNGKey(config.seed)
   rngs = {'params': jax.random.fold_in(key, 0), 'dropout': jax.random.fold_in(key, 1)}
   variables = jax.jit(functools.partial(model.init, train=False))(rngs, dict(batch))
   variables = {k: v for k, v in variables.items() if k != 'intermediates'}
   variables['params'] = _cast_floats(variables['params'], jnp.dtype(dtype))
-  opt_cfg = config_lib.optimizer_config(config)
-  tx, _ = optimizers.build(opt_cfg, variables['params'], total_steps=1)
-  embed_mask = optimizers.embedding_mask(variables['params'], opt_cfg.embedding_pattern)
+  tx, _ = optimizers.build(config.optimizer, variables['params'], total_steps=1)
+  embed_mask = optimizers.embedding_mask(variables['params'], config.optimizer.embedding_pattern)
   task = tasks.build(config, kind)
   runner = parallel.Runner('none', **parallel.model_steps(model.apply, task, tx, embed_mask))
   state = runner.replicate(jax.device_get(steps.create_state(variables, tx)))
