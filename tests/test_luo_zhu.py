@@ -20,6 +20,7 @@ from jax_structured import errors
 from jax_structured import models
 from jax_structured.data import loaders
 from jax_structured.models import encoders
+from jax_structured.models import heads
 from jax_structured.models import luo_zhu
 from jax_structured import config as training_config
 from jax_structured.training import steps
@@ -185,7 +186,7 @@ def test_example_weights_skip_the_scalar_step():
 
 @jax.jit
 def _flatten(tokens, lens, num, punct):
-  return luo_zhu.flatten_documents(tokens, lens, num, punct)
+  return heads.flatten_documents(tokens, lens, num, punct)
 
 
 def test_flatten_documents_matches_python():
@@ -206,7 +207,7 @@ def test_flatten_documents_matches_python():
   assert bounds.tolist() == [[0, 0, 1, 1, 0, 0, 0, 1] + [0] * 4, [0, 1] + [0] * 10]
   assert sent.tolist()[0][:9] == [0, 0, 0, 1, 2, 2, 2, 2, 3]
   assert p.tolist() == [[0, 1, 0, 1, 0, 0, 1, 0] + [0] * 4, [0, 1] + [0] * 10]
-  assert luo_zhu.flatten_documents(jnp.asarray(tokens), jnp.asarray(lens), jnp.array([3, 1])).punctuation \
+  assert heads.flatten_documents(jnp.asarray(tokens), jnp.asarray(lens), jnp.array([3, 1])).punctuation \
       is None
 
 

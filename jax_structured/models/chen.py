@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from jax_structured.models import encoders
 from jax_structured.nn import dcnn as dcnn_lib
+from jax_structured.nn import flatten
 from jax_structured.nn import masks
 from jax_structured.nn import tree_lstm as tree_lstm_lib
 
@@ -50,20 +51,6 @@ def cosine_attention_pooling(local: jax.Array, local_lengths: jax.Array, guide: 
   alpha = jax.nn.softmax(scores, axis=-1)
   alpha = jnp.where(valid, alpha, 0.0)
   return jnp.einsum('bk,bkd->bd', alpha, local), alpha
-
-
-def _flatten(x, lengths, structure):
-  """[..., T, E] -> [N, T, E] (and lengths, structure arrays alike); returns the leading shape."""
-  lead = x.shape[:-2]
-  flat_x = x.reshape((-1,) + x.shape[-2:])
-  flat_lengths = jnp.asarray(lengths, jnp.int32).reshape((-1,))
-  flat_structure = {k: jnp.asarray(v).reshape((flat_x.shape[0],) + jnp.shape(v)[len(lead):])
-                    for k, v in (structure or {}).items()}
-  return lead, flat_x, flat_lengths, flat_structure
-
-
-def _unflatten(lead, *arrays):
-  return tuple(None if a is None else a.reshape(lead + a.shape[1:]) for a in arrays)
 
 
 def _branches(value) -> tuple[tuple[int, ...], ...]:
@@ -120,12 +107,12 @@ class DCNNEncoder(encoders.Encoder):
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     del structure, train, sow_prefix, sow_splits
-    lead, x, lengths, _ = _flatten(x, lengths, None)
+    x, lengths, _, lead = flatten.flatten_leading(x, lengths)
     outs, states = _ParallelDCNN(self.branches, self.features, self.k_top, self.convolution,
                                  name='dcnn')(x, lengths)
     sentence = jnp.concatenate([local.reshape(local.shape[0], -1) for local, _ in outs], -1)
     sentence = jnp.where((lengths > 0)[:, None], sentence, 0.0)  # an empty padding row pools nothing
-    return encoders.EncoderOutput(*_unflatten(lead, states, sentence))
+    return encoders.EncoderOutput(*flatten.unflatten_leading(lead, states, sentence))
 
 
 @encoders.register('tree_lstm')
@@ -148,12 +135,12 @@ class BinaryTreeLSTMEncoder(encoders.Encoder):
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     del train, sow_splits
     structure = _require(structure, self.STRUCTURE_INPUTS, 'tree_lstm')
-    lead, x, lengths, structure = _flatten(x, lengths, structure)
+    x, lengths, structure, lead = flatten.flatten_leading(x, lengths, structure)
     leaf_h, node_h, root_h = tree_lstm_lib.BinaryTreeLSTM(self.hidden_size, name='tree_lstm')(
         x, lengths, structure['tree_children'], structure['tree_heights'])
     self.sow('intermediates', sow_prefix + 'tree_nodes', node_h.reshape(lead + node_h.shape[1:]))
     nodes = tree_lstm_lib.states_by_node_id(leaf_h, node_h, lengths)
-    return encoders.EncoderOutput(*_unflatten(lead, leaf_h, root_h, nodes))
+    return encoders.EncoderOutput(*flatten.unflatten_leading(lead, leaf_h, root_h, nodes))
 
 
 @encoders.register('child_sum_tree_lstm')
@@ -173,10 +160,10 @@ class ChildSumTreeLSTMEncoder(encoders.Encoder):
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     del train, sow_prefix, sow_splits
     structure = _require(structure, self.STRUCTURE_INPUTS, 'child_sum_tree_lstm')
-    lead, x, lengths, structure = _flatten(x, lengths, structure)
+    x, lengths, structure, lead = flatten.flatten_leading(x, lengths, structure)
     h, root_h = tree_lstm_lib.ChildSumTreeLSTM(self.hidden_size, name='tree_lstm')(
         x, lengths, structure['heads'])
-    return encoders.EncoderOutput(*_unflatten(lead, h, root_h))
+    return encoders.EncoderOutput(*flatten.unflatten_leading(lead, h, root_h))
 
 
 def _require(structure, keys, name):
@@ -227,7 +214,7 @@ class _APDCNN(encoders.Encoder):
       raise ValueError(f'config.model.encoder.classifier_input={self.classifier_input!r}; valid: '
                        f'{CLASSIFIER_INPUTS}')
     structure = _require(structure, self.STRUCTURE_INPUTS, type(self).__name__)
-    lead, x, lengths, structure = _flatten(x, lengths, structure)
+    x, lengths, structure, lead = flatten.flatten_leading(x, lengths, structure)
     outs, dcnn_states = _ParallelDCNN(self.branches, self.features, self.k_top, self.convolution,
                                       name='dcnn')(x, lengths)
     hidden = outs[0][0].shape[-1]
@@ -247,7 +234,7 @@ class _APDCNN(encoders.Encoder):
     states = jnp.concatenate([dcnn_states, tree_states], -1)
     nodes = None if tree_nodes is None else jnp.concatenate(
         [jnp.zeros(tree_nodes.shape[:-1] + s.shape[-1:], s.dtype), tree_nodes], -1)
-    return encoders.EncoderOutput(*_unflatten(lead, states, sentence, nodes))
+    return encoders.EncoderOutput(*flatten.unflatten_leading(lead, states, sentence, nodes))
 
 
 @encoders.register('ap_dcnn')

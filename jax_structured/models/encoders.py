@@ -51,6 +51,7 @@ import jax
 import jax.numpy as jnp
 
 from jax_structured import nn as jsnn
+from jax_structured.nn import flatten
 from jax_structured.nn import lstmn as lstmn_lib
 
 # Modules imported on first lookup; each registers its encoders (relation networks, DCNN / Tree-LSTM,
@@ -191,18 +192,25 @@ class BagOfWords(Encoder):
     return EncoderOutput(_mask(x, lengths))
 
 
-@register('bilstm')
-class BiLSTMEncoder(Encoder):
-  """A (stacked) bidirectional LSTM; states [..., T, 2 * hidden_size] (forward half first).
+class _StackedRecurrent(Encoder):
+  """Fields of the stacked recurrent encoders 'bilstm' and 'lstm'.
 
   Attributes:
-    hidden_size: per direction.
+    hidden_size: state size (per direction for 'bilstm').
     num_layers: stacked layers.
     dropout_rate: dropout between stacked layers.
   """
   hidden_size: int = 300
   num_layers: int = 1
   dropout_rate: float = 0.0
+
+
+@register('bilstm')
+class BiLSTMEncoder(_StackedRecurrent):
+  """A (stacked) bidirectional LSTM; states [..., T, 2 * hidden_size] (forward half first).
+
+  Attributes: as `_StackedRecurrent` (hidden_size per direction).
+  """
 
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
@@ -213,27 +221,22 @@ class BiLSTMEncoder(Encoder):
 
 
 @register('lstm')
-class StackedLSTMEncoder(Encoder):
+class StackedLSTMEncoder(_StackedRecurrent):
   """A stacked unidirectional LSTM (left to right), with skip connections from the input to every layer
   above the first (Graves 2013, as Cheng et al. 2016 stack theirs); states [..., T, hidden_size].
 
-  Attributes:
-    hidden_size: state size.
-    num_layers: stacked layers.
-    dropout_rate: dropout between stacked layers.
+  Attributes: as `_StackedRecurrent`.
   """
-  hidden_size: int = 300
-  num_layers: int = 1
-  dropout_rate: float = 0.0
   CAUSAL: ClassVar[bool] = True
 
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     del structure, sow_prefix, sow_splits
-    states, _ = _flat(lambda a, l: lstmn_lib.StackedLSTMN(
-        self.hidden_size, self.num_layers, 'lstm', dropout_rate=self.dropout_rate, name='lstm')(
-            a, l, train=train), x, lengths)
-    return EncoderOutput(states)
+    flat_x, flat_lengths, _, lead = flatten.flatten_leading(x, lengths)
+    states, _ = lstmn_lib.StackedLSTMN(self.hidden_size, self.num_layers, 'lstm',
+                                       dropout_rate=self.dropout_rate, name='lstm')(
+                                           flat_x, flat_lengths, train=train)
+    return EncoderOutput(*flatten.unflatten_leading(lead, states))
 
 
 @register('liu_lapata')
@@ -324,7 +327,8 @@ class LSTMNEncoder(Encoder):
 
   def tapes(self, x, lengths, *, train=False):
     """(hidden [..., T, H], memory [..., T, H]) of the top layer (the pair heads' fusion reads both)."""
-    return _flat(lambda a, l: self.lstmn(a, l, train=train), x, lengths)
+    flat_x, flat_lengths, _, lead = flatten.flatten_leading(x, lengths)
+    return flatten.unflatten_leading(lead, *self.lstmn(flat_x, flat_lengths, train=train))
 
 
 @register('cnn')
@@ -346,26 +350,19 @@ class KimCNN(Encoder):
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     del structure, train, sow_prefix, sow_splits
     lengths = jnp.asarray(lengths, jnp.int32)
-    x = _mask(x, lengths)
-    batch_shape, (steps, dim) = x.shape[:-2], x.shape[-2:]
-    flat = x.reshape((-1, steps, dim))
+    flat, _, _, batch_shape = flatten.flatten_leading(_mask(x, lengths), lengths)
+    steps = flat.shape[1]
     maps = []
     for w in self.widths:
       padded = jnp.pad(flat, ((0, 0), (0, w - 1), (0, 0)))  # windows may run past the end into zeros
       maps.append(nn.relu(nn.Conv(self.features, (w,), padding='VALID', name=f'conv_{w}')(padded)))
-    states = jnp.concatenate(maps, -1).reshape(batch_shape + (steps, -1))
+    maps = flatten.unflatten_leading(batch_shape, *maps)  # [..., T, features] per width
+    states = jnp.concatenate(maps, -1)
     # A window starting at t is real when t < max(length - w + 1, 1) (a short sentence keeps one window).
     valid = [jsnn.sequence_mask(jnp.maximum(lengths - w + 1, jnp.minimum(lengths, 1)), steps)
              for w in self.widths]
     sentence = jnp.concatenate(
-        [jnp.max(jnp.where(v[..., None], m.reshape(batch_shape + (steps, -1)), -jnp.inf), axis=-2)
-         for v, m in zip(valid, maps)], -1)
+        [jnp.max(jnp.where(v[..., None], m, -jnp.inf), axis=-2) for v, m in zip(valid, maps)], -1)
     sentence = jnp.where(lengths[..., None] > 0, sentence, 0.0)
     return EncoderOutput(_mask(states, lengths), sentence)
 
-
-def _flat(fn, x, lengths):
-  """Runs `fn(x [N, T, E], lengths [N])` on x [..., T, E] with any leading shape; reshapes back."""
-  batch_shape, (steps, dim) = x.shape[:-2], x.shape[-2:]
-  outputs = fn(x.reshape((-1, steps, dim)), jnp.asarray(lengths, jnp.int32).reshape((-1,)))
-  return tuple(o.reshape(batch_shape + o.shape[1:]) for o in outputs)

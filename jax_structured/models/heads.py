@@ -17,15 +17,20 @@ and never knows which one that is:
                     r^h = sum_j G(rbar^h_j); logits = W H([r^p, r^h]) + b (F, G, H two-layer ReLU MLPs).
   `fusion` = 'shallow' | 'deep' reads the hypothesis with an LSTMN that attends to the premise's tapes
   (Cheng et al. 2016, Fig. 3): the pair encoder it is; it needs the 'lstmn' encoder.
-- `DocumentClassifier` ('classifier.document'): the encoder over the words of every sentence, pooling
-  -> sentence vectors, a `document_encoder` over the sentences, `document_pooling` -> classifier
-  (Liu & Lapata 2018, sec. 3.3; Yang et al. 2016's HAN with attention pooling).
+- `DocumentClassifier` ('classifier.document'), in one of two `reading`s:
+    'sentences': the encoder over the words of every sentence, pooling -> sentence vectors, a
+                 `document_encoder` over the sentences, `document_pooling` -> classifier (Liu & Lapata
+                 2018, sec. 3.3; Yang et al. 2016's HAN with attention pooling);
+    'flat':      the document's sentences concatenated into ONE sequence (`flatten_documents`), read by
+                 the encoder with the structure input 'boundaries' (`static_boundaries`), pooling ->
+                 classifier (Luo & Zhu 2018 eq. 12; the 'luo_zhu.document_classifier' preset).
 - `LanguageModel` ('language_model'): a CAUSAL encoder -> dropout -> softmax over the vocabulary
   (Cheng et al. 2016, sec. 5.1); reads `context` tokens first when the batch has them.
 
 Batches (docs/internals.md): sentence `tokens [B, T]`, `lengths [B]`; pair `premise [B, n]`,
 `premise_lengths`, `hypothesis [B, m]`, `hypothesis_lengths`; document `tokens [B, S, T]`,
-`sentence_lengths [B, S]`, `num_sentences [B]`; lm `inputs [B, T]` (+ `context [B, C]`). An encoder's
+`sentence_lengths [B, S]`, `num_sentences [B]` (the 'flat' reading also takes `tokens [B, N]`, `lengths [B]`,
+`boundaries [B, N]`, and per-token `punctuation` flags); lm `inputs [B, T]` (+ `context [B, C]`). An encoder's
 STRUCTURE_INPUTS are taken from the batch under the same names (pairs: `premise_<key>` /
 `hypothesis_<key>`); a missing one is an error naming the key. Every head returns logits
 ([B, num_classes], or [B, T, vocab] for the language model).
@@ -36,7 +41,7 @@ presets with the papers' flat keys (e.g. 'liu_lapata.sentence_classifier') that 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 import flax.linen as nn
 import jax
@@ -50,12 +55,16 @@ from jax_structured.nn import lstmn as lstmn_lib
 POOLINGS = ('max', 'mean', 'sum', 'attention', 'encoder')
 INTERACTIONS = ('features', 'concat', 'decomposable')
 FUSIONS = ('none', 'shallow', 'deep')
+READINGS = ('sentences', 'flat')
+STATIC_BOUNDARIES = ('sentences', 'punctuation')
 
 
 def embedder(module: nn.Module) -> jsnn.WordEmbedding:
   """The head's one word-embedding layer `embed` (input dropout inside): call it as
   `emb(tokens int [...], deterministic=not train) -> float [..., embedding_dim]`. Create it once per call
-  of the head (it may be applied to several inputs)."""
+  of the head (it may be applied to several inputs). `module` has `_Head`'s embedding fields (vocab_size,
+  embedding_dim, embedding_init, freeze_embeddings, embedding_dropout, static_channel): every head here
+  and `translation.Seq2Seq`'s source side."""
   return jsnn.WordEmbedding(module.vocab_size, module.embedding_dim,
                             embedding_init=module.embedding_init, freeze=module.freeze_embeddings,
                             dropout_rate=module.embedding_dropout, static_channel=module.static_channel,
@@ -284,25 +293,102 @@ class PairClassifier(_Head):
     return nn.Dense(self.num_classes, name='logits')(aggregated)
 
 
+class FlatDocuments(NamedTuple):
+  """`flatten_documents`' result; N = S * T.
+
+  tokens: int32 [B, N] (0 past the document); lengths: int32 [B] (total words);
+  sentence_ends: float32 [B, N] (1 at the last word of every sentence);
+  sentence_index: int32 [B, N] (the sentence each flat position came from; S past the end);
+  punctuation: float32 [B, N] 0/1 flags (0 past the end), or None when none were given.
+  """
+  tokens: jax.Array
+  lengths: jax.Array
+  sentence_ends: jax.Array
+  sentence_index: jax.Array
+  punctuation: Optional[jax.Array]
+
+
+def flatten_documents(tokens: jax.Array, sentence_lengths: jax.Array, num_sentences: jax.Array,
+                      punctuation: Optional[jax.Array] = None) -> FlatDocuments:
+  """Concatenates each document's sentences into one token sequence.
+
+  Args:
+    tokens: int [B, S, T] (a document batch).
+    sentence_lengths: int [B, S]; slots at or past num_sentences are ignored.
+    num_sentences: int [B].
+    punctuation: optional 0/1 [B, S, T] per-token flags (batch['punctuation'] of
+      `config.data.punctuation`), moved to the same flat positions.
+
+  Returns:
+    `FlatDocuments`.
+  """
+  batch, slots, steps = tokens.shape
+  slot_real = jsnn.sequence_mask(num_sentences, slots)
+  lens = jnp.where(slot_real, jnp.asarray(sentence_lengths, jnp.int32), 0)
+  ends = jnp.cumsum(lens, axis=-1)  # [B, S]
+  total = ends[:, -1]
+  n = jnp.arange(slots * steps)
+  sent = jnp.sum(ends[:, None, :] <= n[None, :, None], axis=-1)  # [B, N]
+  sent_c = jnp.minimum(sent, slots - 1)
+  start = jnp.take_along_axis(ends - lens, sent_c, axis=1)
+  pos = n[None, :] - start
+  real = n[None, :] < total[:, None]
+  pos_c = jnp.clip(pos, 0, steps - 1)
+  rows = jnp.arange(batch)[:, None]
+  flat = jnp.where(real, tokens[rows, sent_c, pos_c], 0)
+  last = pos == jnp.take_along_axis(lens, sent_c, axis=1) - 1
+  bounds = jnp.where(real & last, 1.0, 0.0)
+  punct = None
+  if punctuation is not None:
+    punct = jnp.where(real & (jnp.asarray(punctuation)[rows, sent_c, pos_c] > 0), 1.0, 0.0)
+  return FlatDocuments(flat.astype(jnp.int32), total.astype(jnp.int32), bounds,
+                       jnp.where(real, sent, slots), punct)
+
+
 class DocumentClassifier(_Head):
-  """Hierarchical document classification (Liu & Lapata 2018 sec. 3.3; Yang et al. 2016).
+  """Document classification in one of two `reading`s (module docstring). Returns logits [B, C].
 
-  The encoder (attribute `sentence_encoder`: it encodes the words of each sentence) over [B, S, T]
-  words -> `pooling` -> sentence vectors [B, S, D] -> `document_encoder` over the sentences ->
-  `document_pooling` -> classifier. Sentence slots at or past `num_sentences` are masked whatever their
-  recorded length; a document with 0 sentences (padding examples) gives finite logits. Sows with the
-  prefixes 'sentence_' and 'document_'.
+  'sentences' (hierarchical: Liu & Lapata 2018 sec. 3.3; Yang et al. 2016): the word-level encoder
+  (attribute `sentence_encoder`) over [B, S, T] words -> `pooling` -> sentence vectors [B, S, D] ->
+  `document_encoder` over the sentences -> `document_pooling` -> classifier. Sentence slots at or past
+  `num_sentences` are masked whatever their recorded length; a document with 0 sentences (padding
+  examples) gives finite logits. Sows with the prefixes 'sentence_' and 'document_'.
 
-  Attributes: as `_Head` (`encoder` is unused: the builder passes the word-level encoder as
-  `sentence_encoder`), plus document_encoder, pooling, document_pooling.
+  'flat' (Luo & Zhu 2018 eq. 12): embed -> `flatten_documents` -> `encoder` (structure 'boundaries'
+  and, when the batch has it, the int train 'step' for slope annealing) -> `pooling` -> classifier.
+  The batch is a document batch or a flat one (`tokens [B, N]`, `lengths [B]`, `boundaries [B, N]`).
+  Sows (prefix 'document_') what the encoder sows plus `document_tokens` and `document_sentence_ends`
+  (flat [B, N]). MHS-RNN carries its states across sentence ends, which the 'sentences' reading cuts.
+
+  Attributes: as `_Head` (`encoder`: the flat reading's encoder; the builder passes the 'sentences'
+  reading's word-level encoder as `sentence_encoder` instead), plus
+    reading: one of READINGS.
+    document_encoder, document_pooling: the 'sentences' reading's sentence level.
+    pooling: one of POOLINGS (the 'sentences' reading: of each sentence's words).
+    static_boundaries: the 'flat' reading's 'boundaries', one of STATIC_BOUNDARIES: 'sentences' (the last
+      word of every sentence of the loader's split; HAN as Yang et al.) or 'punctuation' (those and every
+      punctuation token, from batch['punctuation'] of `config.data.punctuation`: Luo & Zhu's p_t, eq. 2).
   """
   sentence_encoder: Optional[nn.Module] = None
   document_encoder: Optional[nn.Module] = None
+  reading: str = 'sentences'
   pooling: str = 'max'
   document_pooling: str = 'max'
+  static_boundaries: str = 'sentences'
 
   @nn.compact
   def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> jax.Array:
+    if self.reading == 'sentences':
+      y = self._sentences(batch, train)
+    elif self.reading == 'flat':
+      y = self._flat(batch, train)
+    else:
+      raise ValueError(f'config.model.reading={self.reading!r}; valid: {READINGS}')
+    return classify(y, mlp_hidden=self.mlp_hidden, num_classes=self.num_classes,
+                    dropout_rate=self.dropout_rate, train=train)
+
+  def _sentences(self, batch, train):
+    """The document vector [B, D] of the hierarchical reading."""
     tokens = batch['tokens']
     sentence_lengths = jnp.asarray(batch['sentence_lengths'], jnp.int32)
     num_sentences = jnp.asarray(batch['num_sentences'], jnp.int32)
@@ -313,9 +399,54 @@ class DocumentClassifier(_Head):
                                   structure=structure_inputs(self.sentence_encoder, batch))
     v = pool(self.pooling, words, sentence_lengths, name='sentence_pooling')  # [B, S, D]
     sentences = self.document_encoder(v, num_sentences, train=train, sow_prefix='document_')
-    y = pool(self.document_pooling, sentences, num_sentences, name='document_pooling')
-    return classify(y, mlp_hidden=self.mlp_hidden, num_classes=self.num_classes,
-                    dropout_rate=self.dropout_rate, train=train)
+    return pool(self.document_pooling, sentences, num_sentences, name='document_pooling')
+
+  def _flat(self, batch, train):
+    """The document vector [B, D] of the flat reading."""
+    flat, lengths, bounds = self._flat_inputs(batch)
+    x = embed(self, flat, train)
+    structure = {'boundaries': bounds}
+    if 'step' in batch:
+      structure['step'] = batch['step']
+    output = self.encoder(x, lengths, structure=structure, train=train, sow_prefix='document_')
+    return pool(self.pooling, output, lengths, name='pooling')
+
+  def _flat_inputs(self, batch):
+    """(tokens [B, N], lengths [B], static boundaries [B, N]) of a document or flat batch; sows the
+    tokens and sentence ends."""
+    if self.static_boundaries not in STATIC_BOUNDARIES:
+      raise ValueError(f'config.model.static_boundaries={self.static_boundaries!r}; expected one of '
+                       f'{STATIC_BOUNDARIES}')
+    tokens = jnp.asarray(batch['tokens'])
+    punct = batch.get('punctuation')
+    if self.static_boundaries == 'punctuation' and punct is None:
+      raise KeyError("config.model.static_boundaries='punctuation' needs per-token flags "
+                     "batch['punctuation']: set config.data.punctuation='p' (Luo & Zhu) or 'keep', or "
+                     "config.model.static_boundaries='sentences'")
+    if punct is not None and jnp.shape(punct) != tokens.shape:
+      raise ValueError(f"batch['punctuation'] has shape {jnp.shape(punct)}; expected the shape of "
+                       f"batch['tokens'] {tokens.shape}")
+    if tokens.ndim == 3:
+      if 'sentence_lengths' not in batch or 'num_sentences' not in batch:
+        raise KeyError("a document batch tokens [B, S, T] needs 'sentence_lengths' and 'num_sentences'")
+      flat, lengths, ends, _, punct = flatten_documents(tokens, batch['sentence_lengths'],
+                                                        batch['num_sentences'], punct)
+    elif tokens.ndim == 2:
+      if 'boundaries' not in batch:
+        raise KeyError("a flat batch tokens [B, N] needs batch['boundaries'] [B, N] (1 at the last "
+                       "token of each sentence) for the flat document reading")
+      flat, lengths = tokens, jnp.asarray(batch['lengths'], jnp.int32)
+      real = jsnn.sequence_mask(lengths, tokens.shape[1])
+      ends = jnp.where(real, jnp.asarray(batch['boundaries'], jnp.float32), 0.0)
+      if punct is not None:
+        punct = jnp.where(real & (jnp.asarray(punct) > 0), 1.0, 0.0)
+    else:
+      raise ValueError(f"batch['tokens'] has shape {tokens.shape}: expected [B, S, T] documents or "
+                       '[B, N] flat documents')
+    self.sow('intermediates', 'document_tokens', flat)
+    self.sow('intermediates', 'document_sentence_ends', ends)
+    bounds = ends if self.static_boundaries == 'sentences' else jnp.maximum(ends, punct)
+    return flat, lengths, bounds
 
 
 class LanguageModel(_Head):
@@ -357,6 +488,13 @@ def head_keys(head_name: str) -> list[str]:
   return sorted(fields | set(_ENCODER_KEYS.get(head_name, ('encoder',))))
 
 
+def _encoder_keys(head_name: str, config: Mapping[str, Any]) -> tuple[str, ...]:
+  """The encoder sections of a head's config (the flat document reading has one, `encoder`)."""
+  if head_name == 'classifier.document' and config.get('reading') == 'flat':
+    return ('encoder',)
+  return _ENCODER_KEYS.get(head_name, ('encoder',))
+
+
 def build_head(head_name: str, config: Mapping[str, Any], *, vocab_size: int, num_classes: int,
                embeddings: Optional[Any] = None, encoders: Optional[Mapping[str, nn.Module]] = None,
                model_name: Optional[str] = None) -> nn.Module:
@@ -365,7 +503,8 @@ def build_head(head_name: str, config: Mapping[str, Any], *, vocab_size: int, nu
   Args:
     head_name: a key of HEADS.
     config: head fields, plus the encoder sections (`encoder`, and `hypothesis_encoder` /
-      `document_encoder` where the head has them) unless `encoders` gives the modules.
+      `document_encoder` where the head has them: not in the flat document reading) unless `encoders`
+      gives the modules.
     vocab_size, num_classes, embeddings: as `models.build`.
     encoders: already built encoder modules by key (family presets build theirs).
     model_name: the registered model name, for errors.
@@ -375,7 +514,7 @@ def build_head(head_name: str, config: Mapping[str, Any], *, vocab_size: int, nu
   """
   cls = HEADS[head_name]
   model_name = model_name or head_name
-  encoder_keys = _ENCODER_KEYS.get(head_name, ('encoder',))
+  encoder_keys = _encoder_keys(head_name, config)
   valid = set(registry.config_fields(cls)) - {'encoder', 'sentence_encoder', 'hypothesis_encoder',
                                                'document_encoder'}
   registry.check_keys({k: None for k in config.keys() if k not in encoder_keys}, valid, model_name)
@@ -393,7 +532,7 @@ def build_head(head_name: str, config: Mapping[str, Any], *, vocab_size: int, nu
     built[key] = encoders_lib.build(section, where=f'config.model.{key}')
   kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in config.items()
             if k != 'name' and k not in encoder_keys}
-  if head_name == 'classifier.document':
+  if head_name == 'classifier.document' and 'document_encoder' in encoder_keys:
     kwargs['sentence_encoder'] = built.pop('encoder')
     kwargs['encoder'] = None
   kwargs.update(built)

@@ -2,20 +2,20 @@
 baselines, HAN (Yang et al. 2016: HN-ATT, HN-AVE) and HM-RNN (Chung et al. 2016), as registered encoders,
 and the document model 'luo_zhu.document_classifier' that runs any encoder over whole documents.
 
-Design (why not the 'classifier.document' head): MHS-RNN reads a document as ONE token sequence: its
-word and phrase layers carry their states across sentence ends and the sentence layer is updated inside
-the same scan (sec. III-B). The document head encodes each sentence separately ([B, S, T] words), which
-cuts exactly those paths. So every encoder here takes a FLAT document `x [..., N, E]`, `lengths [...]`
+Design (why the 'flat' reading of the 'classifier.document' head): MHS-RNN reads a document as ONE
+token sequence: its word and phrase layers carry their states across sentence ends and the sentence layer
+is updated inside the same scan (sec. III-B). The head's 'sentences' reading encodes each sentence
+separately ([B, S, T] words), which cuts exactly those paths. So every encoder here takes a FLAT document `x [..., N, E]`, `lengths [...]`
 and the structure input 'boundaries' [..., N] (1 at the last token of each sentence: the static boundary
 p_t of eq. 2); a sentence is the segment ending at a flag, and the last real token always closes one.
 The same input serves HAN (word BiGRU restarted per sentence, attention inside each sentence) so the
 baselines see exactly the same data. Under the generic 'classifier.sentence' head they run wherever the
 batch carries 'boundaries'; 'luo_zhu.document_classifier' builds that flat input on the device from the
 document batches of the `document_classification` / `text_classification(split_sentences=True)` loaders
-(`flatten_documents`). Static boundaries (`config.model.static_boundaries`): 'sentences' flags the
-last token of every sentence of the loader's split; 'punctuation' (MHS-RNN in configs/luo_zhu, the
-paper's eq. 2: p_t = 1 iff the input is a punctuation mark) also flags every punctuation token (commas,
-brackets, quotes, ...), from the per-token batch['punctuation'] that the loaders add when
+(`heads.flatten_documents`): it is the 'classifier.document' head in its 'flat' reading. Static
+boundaries (`config.model.static_boundaries`): 'sentences' flags the last token of every sentence of the
+loader's split; 'punctuation' (MHS-RNN in configs/luo_zhu, the paper's eq. 2: p_t = 1 iff the input is
+a punctuation mark) also flags every punctuation token (commas, brackets, quotes, ...), from the per-token batch['punctuation'] that the loaders add when
 `config.data.punctuation` is 'keep' (tokens unchanged) or 'p' (every punctuation token replaced by
 the one token 'p' before the vocabulary is built, sec. IV-B). The flags are computed from the token
 strings in the loader (`data.text.is_punctuation`), where the words are known; a sentence end without
@@ -45,7 +45,7 @@ only shapes the straight-through gradient, so evaluation never depends on it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Mapping, NamedTuple, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 import flax.linen as nn
 import jax
@@ -57,6 +57,7 @@ from jax_structured.data import loaders
 from jax_structured.models import encoders as encoders_lib
 from jax_structured.models import heads
 from jax_structured.models import registry
+from jax_structured.nn import flatten
 from jax_structured.nn import han as han_lib
 from jax_structured.nn import hm_rnn as hm_lib
 from jax_structured.nn import mhs_rnn as mhs_lib
@@ -71,21 +72,6 @@ def annealed_slope(step: Optional[jax.Array], start: float, end: float, steps: i
   return start + (end - start) * frac
 
 
-def _flatten(x, lengths, structure, key='boundaries'):
-  """x [..., N, E] -> [M, N, E], lengths [M], boundaries [M, N] and the leading shape."""
-  if structure is None or key not in structure:
-    raise KeyError(f"this encoder needs the structure input {key!r} [..., N] (1 at the last token of "
-                   "each sentence); use model 'luo_zhu.document_classifier' on document data, or a "
-                   "loader that provides batch['boundaries']")
-  batch_shape, (steps, dim) = x.shape[:-2], x.shape[-2:]
-  bounds = jnp.asarray(structure[key])
-  if bounds.shape != batch_shape + (steps,):
-    raise ValueError(f"structure['{key}'] has shape {bounds.shape}; expected {batch_shape + (steps,)} "
-                     '(one flag per token)')
-  return (x.reshape((-1, steps, dim)), jnp.asarray(lengths, jnp.int32).reshape((-1,)),
-          bounds.reshape((-1, steps)), batch_shape)
-
-
 def _last(states: jax.Array, lengths: jax.Array) -> jax.Array:
   """states [M, N, D] at position lengths - 1 ([M, D]; 0 for empty sequences)."""
   index = jnp.maximum(lengths - 1, 0)[:, None, None]
@@ -94,7 +80,37 @@ def _last(states: jax.Array, lengths: jax.Array) -> jax.Array:
 
 
 class _Boundaries(encoders_lib.Encoder):
+  """An encoder of flat documents: needs the structure input 'boundaries' [..., N].
+
+  Attributes:
+    hidden_size: the recurrent layers' size (per direction where bidirectional).
+  """
   STRUCTURE_INPUTS: ClassVar[tuple[str, ...]] = ('boundaries',)
+  hidden_size: int = 50
+
+  def flat_inputs(self, x, lengths, structure):
+    """x [..., N, E] -> (x [M, N, E], lengths int32 [M], boundaries [M, N], the leading shape)."""
+    if structure is None or 'boundaries' not in structure:
+      raise KeyError("this encoder needs the structure input 'boundaries' [..., N] (1 at the last token "
+                     "of each sentence); use model 'luo_zhu.document_classifier' on document data, or "
+                     "a loader that provides batch['boundaries']")
+    bounds = jnp.asarray(structure['boundaries'])
+    if bounds.shape != x.shape[:-1]:
+      raise ValueError(f"structure['boundaries'] has shape {bounds.shape}; expected {x.shape[:-1]} "
+                       '(one flag per token)')
+    flat_x, flat_len, flat, lead = flatten.flatten_leading(x, lengths, {'boundaries': bounds})
+    return flat_x, flat_len, flat['boundaries'], lead
+
+
+class _Annealed(_Boundaries):
+  """A flat-document encoder with hard-sigmoid boundary detectors.
+
+  Attributes: as `_Boundaries`, plus
+    slope, slope_end, slope_anneal_steps: the hard-sigmoid slope schedule (module docstring).
+  """
+  slope: float = 1.0
+  slope_end: float = 5.0
+  slope_anneal_steps: int = 0
 
   def slope_value(self, structure):
     return annealed_slope((structure or {}).get('step'), self.slope, self.slope_end,
@@ -102,28 +118,22 @@ class _Boundaries(encoders_lib.Encoder):
 
 
 @encoders_lib.register('mhs_rnn')
-class MHSRNNEncoder(_Boundaries):
+class MHSRNNEncoder(_Annealed):
   """MHS-RNN (Luo & Zhu sec. III), with or without the attention of sec. III-C..F (module docstring).
 
-  Attributes:
-    hidden_size: word, phrase and sentence layers (the paper: 50).
+  Attributes: as `_Annealed` (hidden_size: word, phrase and sentence layers; the paper: 50), plus
     attention: the word-phrase attention + bidirectional sentence layer + sentence attention.
     sentence_size: per direction of the sentence BiLSTM with attention (0: hidden_size).
     attention_size: size of u_t in both attentions (0: the attended vectors' size, as the paper).
-    slope, slope_end, slope_anneal_steps: the hard-sigmoid slope schedule (module docstring).
   """
-  hidden_size: int = 50
   attention: bool = True
   sentence_size: int = 0
   attention_size: int = 0
-  slope: float = 1.0
-  slope_end: float = 5.0
-  slope_anneal_steps: int = 0
 
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     del sow_splits
-    flat_x, flat_len, bounds, batch_shape = _flatten(x, lengths, structure)
+    flat_x, flat_len, bounds, batch_shape = self.flat_inputs(x, lengths, structure)
     steps = flat_x.shape[1]
     ids, closed, num = han_lib.sentence_ids(bounds, flat_len)
     slope = self.slope_value(structure)
@@ -143,27 +153,24 @@ class MHSRNNEncoder(_Boundaries):
       self.sow('intermediates', sow_prefix + 'word_attention', alpha.reshape(batch_shape + (steps,)))
       h3 = jsnn.BiLSTM(self.sentence_size or self.hidden_size, name='sentence_bilstm')(s, num)  # eq. 10
       sentence = jsnn.AttentionPooling(self.attention_size, name='sentence_attention')(h3, num)  # eq. 11
-    return encoders_lib.EncoderOutput(states.reshape(batch_shape + states.shape[1:]),
-                                      sentence.reshape(batch_shape + sentence.shape[-1:]))
+    return encoders_lib.EncoderOutput(*flatten.unflatten_leading(batch_shape, states, sentence))
 
 
 @encoders_lib.register('han')
 class HANEncoder(_Boundaries):
   """Hierarchical attention network (Yang et al. 2016) over flat documents: HN-ATT or HN-AVE.
 
-  Attributes:
-    hidden_size: GRU size per direction at both levels (Yang et al.: 50).
+  Attributes: as `_Boundaries` (hidden_size: GRU size per direction at both levels; Yang et al.: 50), plus
     attention: attention pooling at both levels (HN-ATT); False: the mean (HN-AVE).
     attention_size: size of u_t (0: the attended vectors' size, 100 in the paper).
   """
-  hidden_size: int = 50
   attention: bool = True
   attention_size: int = 0
 
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     del sow_splits, train
-    flat_x, flat_len, bounds, batch_shape = _flatten(x, lengths, structure)
+    flat_x, flat_len, bounds, batch_shape = self.flat_inputs(x, lengths, structure)
     steps = flat_x.shape[1]
     ids, closed, num = han_lib.sentence_ids(bounds, flat_len)
     mask = jsnn.sequence_mask(flat_len, steps)
@@ -178,31 +185,24 @@ class HANEncoder(_Boundaries):
       v = jsnn.masked_mean(sentences, num)
     else:
       v = jsnn.AttentionPooling(self.attention_size, name='sentence_attention')(sentences, num)
-    return encoders_lib.EncoderOutput(words.reshape(batch_shape + words.shape[1:]),
-                                      v.reshape(batch_shape + v.shape[-1:]))
+    return encoders_lib.EncoderOutput(*flatten.unflatten_leading(batch_shape, words, v))
 
 
 @encoders_lib.register('hm_rnn')
-class HMRNNEncoder(_Boundaries):
+class HMRNNEncoder(_Annealed):
   """HM-RNN baseline (Chung et al. 2016): an HM-LSTM with learned boundaries at every layer. It reads
   the same flat documents; the static 'boundaries' are not used by its equations (the structure is all
   learned) but are required so that the three models are run on identical batches.
 
-  Attributes:
-    hidden_size: per layer.
+  Attributes: as `_Annealed` (hidden_size: per layer), plus
     num_layers: 3 in Luo & Zhu's baseline.
-    slope, slope_end, slope_anneal_steps: the hard-sigmoid slope schedule.
   """
-  hidden_size: int = 50
   num_layers: int = 3
-  slope: float = 1.0
-  slope_end: float = 5.0
-  slope_anneal_steps: int = 0
 
   @nn.compact
   def __call__(self, x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()):
     del sow_splits, train
-    flat_x, flat_len, _, batch_shape = _flatten(x, lengths, structure)
+    flat_x, flat_len, _, batch_shape = self.flat_inputs(x, lengths, structure)
     steps = flat_x.shape[1]
     slope = self.slope_value(structure)
     self.sow('intermediates', sow_prefix + 'slope', slope)
@@ -212,71 +212,27 @@ class HMRNNEncoder(_Boundaries):
     self.sow('intermediates', sow_prefix + 'boundary_probs', out.z_prob.reshape(batch_shape + (steps, -1)))
     self.sow('intermediates', sow_prefix + 'lengths', flat_len.reshape(batch_shape))
     sentence = _last(states, flat_len)
-    return encoders_lib.EncoderOutput(states.reshape(batch_shape + states.shape[1:]),
-                                      sentence.reshape(batch_shape + sentence.shape[-1:]))
+    return encoders_lib.EncoderOutput(*flatten.unflatten_leading(batch_shape, states, sentence))
 
 
-# --- Flat documents and the document model ------------------------------------------------------------
+# --- The document model ---------------------------------------------------------------------------------
 
-
-class FlatDocuments(NamedTuple):
-  """`flatten_documents`' result; N = S * T.
-
-  tokens: int32 [B, N] (0 past the document); lengths: int32 [B] (total words);
-  sentence_ends: float32 [B, N] (1 at the last word of every sentence);
-  sentence_index: int32 [B, N] (the sentence each flat position came from; S past the end);
-  punctuation: float32 [B, N] 0/1 flags (0 past the end), or None when none were given.
-  """
-  tokens: jax.Array
-  lengths: jax.Array
-  sentence_ends: jax.Array
-  sentence_index: jax.Array
-  punctuation: Optional[jax.Array]
-
-
-def flatten_documents(tokens: jax.Array, sentence_lengths: jax.Array, num_sentences: jax.Array,
-                      punctuation: Optional[jax.Array] = None) -> FlatDocuments:
-  """Concatenates each document's sentences into one token sequence.
-
-  Args:
-    tokens: int [B, S, T] (a document batch).
-    sentence_lengths: int [B, S]; slots at or past num_sentences are ignored.
-    num_sentences: int [B].
-    punctuation: optional 0/1 [B, S, T] per-token flags (batch['punctuation'] of
-      `config.data.punctuation`), moved to the same flat positions.
-
-  Returns:
-    `FlatDocuments`.
-  """
-  batch, slots, steps = tokens.shape
-  slot_real = jsnn.sequence_mask(num_sentences, slots)
-  lens = jnp.where(slot_real, jnp.asarray(sentence_lengths, jnp.int32), 0)
-  ends = jnp.cumsum(lens, axis=-1)  # [B, S]
-  total = ends[:, -1]
-  n = jnp.arange(slots * steps)
-  sent = jnp.sum(ends[:, None, :] <= n[None, :, None], axis=-1)  # [B, N]
-  sent_c = jnp.minimum(sent, slots - 1)
-  start = jnp.take_along_axis(ends - lens, sent_c, axis=1)
-  pos = n[None, :] - start
-  real = n[None, :] < total[:, None]
-  pos_c = jnp.clip(pos, 0, steps - 1)
-  rows = jnp.arange(batch)[:, None]
-  flat = jnp.where(real, tokens[rows, sent_c, pos_c], 0)
-  last = pos == jnp.take_along_axis(lens, sent_c, axis=1) - 1
-  bounds = jnp.where(real & last, 1.0, 0.0)
-  punct = None
-  if punctuation is not None:
-    punct = jnp.where(real & (jnp.asarray(punctuation)[rows, sent_c, pos_c] > 0), 1.0, 0.0)
-  return FlatDocuments(flat.astype(jnp.int32), total.astype(jnp.int32), bounds,
-                       jnp.where(real, sent, slots), punct)
+# `config.model` defaults of 'luo_zhu.document_classifier' where they differ from the head's.
+DOCUMENT_DEFAULTS = {'embedding_dim': 100, 'pooling': 'encoder'}
 
 
 @registry.register('luo_zhu.document_classifier')
 def build_document_classifier(config, *, vocab_size, num_classes, embeddings=None):
-  """Builds `DocumentClassifier` from `config.model` (keys: its fields and the `encoder` section)."""
-  valid = set(registry.config_fields(DocumentClassifier)) - {'encoder'}
-  registry.check_keys({k: None for k in config.keys() if k != 'encoder'}, valid | {'encoder'},
-                      'luo_zhu.document_classifier')
+  """The Luo & Zhu document model (eq. 12): `heads.DocumentClassifier` in its 'flat' reading.
+
+  Keys: the head's fields for that reading (`heads._Head`'s, `pooling`, `static_boundaries`; defaults
+  `DOCUMENT_DEFAULTS`: 100-d words, pooling 'encoder', the encoder's document vector as in the paper)
+  and the `encoder` section. Parameters: `embed`, `encoder`, `pooling` (attention pooling only),
+  `hidden`, `logits`.
+  """
+  valid = set(registry.config_fields(heads.DocumentClassifier)) - {
+      'sentence_encoder', 'document_encoder', 'reading', 'document_pooling'}
+  registry.check_keys(config, valid, 'luo_zhu.document_classifier')
   if config.get('encoder') is None:
     raise KeyError("config.model.encoder is missing for 'luo_zhu.document_classifier': e.g. "
                    "{'name': 'mhs_rnn', 'attention': True}")
@@ -287,86 +243,12 @@ def build_document_classifier(config, *, vocab_size, num_classes, embeddings=Non
     siblings = set().union(*(encoders_lib.config_fields(encoders_lib.get(n)) for n in FAMILY))
     own = set(encoders_lib.config_fields(encoders_lib.get(section['name'])))
     section = {k: v for k, v in section.items() if k == 'name' or k in own or k not in siblings}
-  encoder = encoders_lib.build(section, name='encoder')
-  kwargs = {k: v for k, v in config.items() if k not in ('name', 'encoder')}
-  init = None
-  if embeddings is not None:
-    init = registry.embedding_initializer(embeddings, vocab_size=vocab_size,
-                                          dim=kwargs.get('embedding_dim', DocumentClassifier.embedding_dim),
-                                          model_name='luo_zhu.document_classifier')
-  return DocumentClassifier(encoder=encoder, vocab_size=vocab_size, num_classes=num_classes,
-                            embedding_init=init, **kwargs)
-
-
-class DocumentClassifier(nn.Module):
-  """Flat-document classifier (Luo & Zhu eq. 12): embed -> `flatten_documents` -> encoder (with
-  'boundaries' and the train 'step') -> pooling -> classifier. Batch: a document batch (`tokens [B, S, T]`,
-  `sentence_lengths [B, S]`, `num_sentences [B]`) or a flat one (`tokens [B, N]`, `lengths [B]`,
-  `boundaries [B, N]`); an optional int `step` is passed to the encoder (slope annealing).
-  Returns logits [B, num_classes]. Sows (prefix 'document_') what the encoder sows plus `tokens` and
-  `sentence_ends` (flat [B, N]).
-
-  Attributes: as `heads._Head` (encoder, embedding, dropout, mlp_hidden), plus
-    pooling: one of `heads.POOLINGS` ('encoder': the encoder's document vector, the paper's models).
-    static_boundaries: the encoder's 'boundaries': 'sentences' (the last word of every sentence of the
-      loader's split; HAN as Yang et al.) or 'punctuation' (those and every punctuation token, from
-      batch['punctuation'] of `config.data.punctuation`: Luo & Zhu's p_t, eq. 2).
-  """
-  encoder: nn.Module
-  vocab_size: int
-  num_classes: int
-  embedding_init: Optional[Callable[..., Any]] = None
-  embedding_dim: int = 100
-  freeze_embeddings: bool = False
-  embedding_dropout: float = 0.0
-  static_channel: bool = False
-  dropout_rate: float = 0.0
-  mlp_hidden: int = 0
-  pooling: str = 'encoder'
-  static_boundaries: str = 'sentences'
-
-  @nn.compact
-  def __call__(self, batch: Mapping[str, jax.Array], *, train: bool = False) -> jax.Array:
-    if self.static_boundaries not in STATIC_BOUNDARIES:
-      raise ValueError(f'config.model.static_boundaries={self.static_boundaries!r}; expected one of '
-                       f'{STATIC_BOUNDARIES}')
-    tokens = jnp.asarray(batch['tokens'])
-    punct = batch.get('punctuation')
-    if self.static_boundaries == 'punctuation' and punct is None:
-      raise KeyError("config.model.static_boundaries='punctuation' needs per-token flags "
-                     "batch['punctuation']: set config.data.punctuation='p' (Luo & Zhu) or 'keep', or "
-                     "config.model.static_boundaries='sentences'")
-    if punct is not None and jnp.shape(punct) != tokens.shape:
-      raise ValueError(f"batch['punctuation'] has shape {jnp.shape(punct)}; expected the shape of "
-                       f"batch['tokens'] {tokens.shape}")
-    if tokens.ndim == 3:
-      if 'sentence_lengths' not in batch or 'num_sentences' not in batch:
-        raise KeyError("a document batch tokens [B, S, T] needs 'sentence_lengths' and 'num_sentences'")
-      flat, lengths, ends, _, punct = flatten_documents(tokens, batch['sentence_lengths'],
-                                                        batch['num_sentences'], punct)
-    elif tokens.ndim == 2:
-      if 'boundaries' not in batch:
-        raise KeyError("a flat batch tokens [B, N] needs batch['boundaries'] [B, N] (1 at the last "
-                       "token of each sentence) for 'luo_zhu.document_classifier'")
-      flat, lengths = tokens, jnp.asarray(batch['lengths'], jnp.int32)
-      real = jsnn.sequence_mask(lengths, tokens.shape[1])
-      ends = jnp.where(real, jnp.asarray(batch['boundaries'], jnp.float32), 0.0)
-      if punct is not None:
-        punct = jnp.where(real & (jnp.asarray(punct) > 0), 1.0, 0.0)
-    else:
-      raise ValueError(f"batch['tokens'] has shape {tokens.shape}: expected [B, S, T] documents or "
-                       '[B, N] flat documents')
-    bounds = ends if self.static_boundaries == 'sentences' else jnp.maximum(ends, punct)
-    self.sow('intermediates', 'document_tokens', flat)
-    self.sow('intermediates', 'document_sentence_ends', ends)
-    x = heads.embed(self, flat, train)
-    structure = {'boundaries': bounds}
-    if 'step' in batch:
-      structure['step'] = batch['step']
-    output = self.encoder(x, lengths, structure=structure, train=train, sow_prefix='document_')
-    v = heads.pool(self.pooling, output, lengths, name='pooling')
-    return heads.classify(v, mlp_hidden=self.mlp_hidden, num_classes=self.num_classes,
-                          dropout_rate=self.dropout_rate, train=train)
+  values = {**DOCUMENT_DEFAULTS, **{k: v for k, v in config.items() if k not in ('name', 'encoder')},
+            'reading': 'flat'}
+  return heads.build_head('classifier.document', values, vocab_size=vocab_size,
+                          num_classes=num_classes, embeddings=embeddings,
+                          encoders={'encoder': encoders_lib.build(section, name='encoder')},
+                          model_name='luo_zhu.document_classifier')
 
 
 FAMILY = ('mhs_rnn', 'han', 'hm_rnn')

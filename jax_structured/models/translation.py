@@ -39,6 +39,7 @@ import jax.numpy as jnp
 
 from jax_structured import nn as jsnn
 from jax_structured.models import encoders as encoders_lib
+from jax_structured.models import heads
 from jax_structured.models import registry
 from jax_structured.nn import beam_search as beam_lib
 
@@ -170,6 +171,7 @@ class Seq2Seq(nn.Module):
     embedding_dim: source word vectors. target_embedding_dim: target word vectors.
     freeze_embeddings: keep the source vectors fixed.
     embedding_dropout: dropout on source and target word vectors.
+    static_channel: a second, frozen copy of the source vectors added to them (as `heads._Head`).
     decoder_size: decoder LSTM size. decoder_layers: stacked decoder layers.
     attention_size: hidden size of the additive attention.
     input_feeding: feed h~_{t-1} to the decoder (Luong et al. 2015).
@@ -188,6 +190,7 @@ class Seq2Seq(nn.Module):
   target_embedding_dim: int = 512
   freeze_embeddings: bool = False
   embedding_dropout: float = 0.0
+  static_channel: bool = False
   decoder_size: int = 512
   decoder_layers: int = 2
   attention_size: int = 512
@@ -244,10 +247,9 @@ class Seq2Seq(nn.Module):
     """The source side: annotations [B, S, D], keys U_a h_j [B, S, A], mask [B, S], lengths [B],
     and the initial layer state tanh(W_init mean_j h_j) [B, H]."""
     lengths = jnp.asarray(batch['source_lengths'], jnp.int32)
-    x = jsnn.WordEmbedding(self.vocab_size, self.embedding_dim, embedding_init=self.embedding_init,
-                           freeze=self.freeze_embeddings, dropout_rate=self.embedding_dropout,
-                           name='embed')(batch['source'], deterministic=not train)
-    output = self.encoder(x, lengths, structure=_structure(self.encoder, batch), train=train)
+    x = heads.embed(self, batch['source'], train)  # the source embedding `embed`, as every head's
+    output = self.encoder(x, lengths, structure=heads.structure_inputs(self.encoder, batch, 'source_'),
+                          train=train)
     mask = jsnn.sequence_mask(lengths, x.shape[1])
     annotations = jsnn.masked_fill(output.states, mask)
     annotations = nn.Dropout(self.dropout_rate)(annotations, deterministic=not train)
@@ -288,17 +290,6 @@ class Seq2Seq(nn.Module):
     {'hypotheses' [B, L] (EOS at `hypothesis_lengths`, then 0), 'hypothesis_lengths' [B],
     'hypothesis_scores' [B]}. Call as `model.apply(variables, batch, beam_size, method='translate')`."""
     return self(batch, train=False, beam_size=beam_size)
-
-
-def _structure(encoder, batch):
-  keys = getattr(encoder, 'STRUCTURE_INPUTS', ())
-  if not keys:
-    return None
-  missing = [f'source_{k}' for k in keys if f'source_{k}' not in batch]
-  if missing:
-    raise KeyError(f'encoder {type(encoder).__name__} needs batch key(s) {missing}; translation '
-                   'batches carry no parses, so use a tree=\'none\' or \'latent\' encoder')
-  return {k: batch[f'source_{k}'] for k in keys}
 
 
 MODEL_KEYS = tuple(k for k in registry.config_fields(Seq2Seq) if k != 'encoder')

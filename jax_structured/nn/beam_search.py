@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 
 NORMALIZATIONS = ('average', 'gnmt', 'none')
+_NEG_INF = float('-inf')  # the raw score of a dead beam, the score of no hypothesis
 
 
 @flax.struct.dataclass
@@ -105,64 +106,91 @@ def beam_search(step_fn: Callable[[Any, jax.Array], tuple[jax.Array, Any]], stat
                      f'{max_length}')
   if normalization not in NORMALIZATIONS:
     raise ValueError(f'beam search normalization={normalization!r}; valid: {NORMALIZATIONS}')
-  b, k, steps = batch_size, beam_size, max_length
+  b, steps = batch_size, max_length
   limits = (jnp.full((b,), steps, jnp.int32) if max_lengths is None
             else jnp.clip(jnp.asarray(max_lengths, jnp.int32), 1, steps))
-  neg_inf = jnp.float32(-jnp.inf)
-  carry = {
-      't': jnp.zeros((), jnp.int32),
-      'state': state,
-      'last': jnp.full((b * k,), bos_id, jnp.int32),
-      'alive_tokens': jnp.zeros((b, k, steps), jnp.int32),
-      'alive_logp': jnp.where(jnp.arange(k)[None] == 0, 0.0, neg_inf) * jnp.ones((b, 1), jnp.float32),
-      'done_tokens': jnp.zeros((b, steps), jnp.int32),
-      'done_score': jnp.full((b,), neg_inf),
-      'done_logp': jnp.full((b,), neg_inf),
-      'done_length': jnp.zeros((b,), jnp.int32),
-  }
+  norm = lambda lengths: length_norm(lengths, normalization, alpha)
 
   def running(c):
-    best_alive = jnp.max(c['alive_logp'], axis=1) / length_norm(limits, normalization, alpha)
+    best_alive = jnp.max(c['alive_logp'], axis=1) / norm(limits)
     can_improve = (best_alive > c['done_score']) & (c['t'] < limits)
     return (c['t'] < steps) & jnp.any(can_improve)
 
   def body(c):
-    t = c['t']
     log_probs, new_state = step_fn(c['state'], c['last'])
-    vocab = log_probs.shape[-1]
-    log_probs = log_probs.astype(jnp.float32).reshape(b, k, vocab)
-    if banned_ids:
-      log_probs = log_probs.at[..., jnp.asarray(list(banned_ids))].set(neg_inf)
-    last_position = (t == limits - 1)[:, None, None]  # only EOS at the last position
-    log_probs = jnp.where(last_position & (jnp.arange(vocab) != eos_id), neg_inf, log_probs)
-    scores = (c['alive_logp'][..., None] + log_probs).reshape(b, k * vocab)
-    top, index = jax.lax.top_k(scores, k)  # [B, K]
-    beams, tokens = index // vocab, index % vocab
-    seqs = jnp.take_along_axis(c['alive_tokens'], beams[..., None], axis=1)
-    seqs = seqs.at[:, :, t].set(tokens)
+    top, beams, tokens, seqs = _extend(c, log_probs, limits, eos_id=eos_id, banned_ids=banned_ids)
     ended = (tokens == eos_id) & jnp.isfinite(top)
-    # Finished: the best of the old best and the extensions that end here.
-    norm_scores = jnp.where(ended, top / length_norm(t + 1, normalization, alpha), neg_inf)
-    best = jnp.argmax(norm_scores, axis=1)
-    best_score = jnp.take_along_axis(norm_scores, best[:, None], axis=1)[:, 0]
-    better = best_score > c['done_score']
-    done_tokens = jnp.where(better[:, None],
-                            jnp.take_along_axis(seqs, best[:, None, None], axis=1)[:, 0],
-                            c['done_tokens'])
-    done_logp = jnp.where(better, jnp.take_along_axis(top, best[:, None], axis=1)[:, 0],
-                          c['done_logp'])
-    return {
-        't': t + 1,
-        'state': _gather_beams(new_state, beams, b, k),
-        'last': tokens.reshape(-1).astype(jnp.int32),
-        'alive_tokens': seqs,
-        'alive_logp': jnp.where(ended, neg_inf, top),
-        'done_tokens': done_tokens,
-        'done_score': jnp.where(better, best_score, c['done_score']),
-        'done_logp': done_logp,
-        'done_length': jnp.where(better, t, c['done_length']),
-    }
+    return {'t': c['t'] + 1,
+            'state': _gather_beams(new_state, beams, b, beam_size),
+            'last': tokens.reshape(-1).astype(jnp.int32),
+            'alive_tokens': seqs,
+            'alive_logp': jnp.where(ended, _NEG_INF, top),
+            **_finish(c, top, seqs, ended, norm)}
 
-  out = jax.lax.while_loop(running, body, carry)
+  out = jax.lax.while_loop(running, body, _initial_carry(state, b, beam_size, steps, bos_id))
   return BeamSearchOutput(tokens=out['done_tokens'], lengths=out['done_length'],
                           scores=out['done_score'], log_probs=out['done_logp'])
+
+
+
+def _initial_carry(state: Any, b: int, k: int, steps: int, bos_id: int) -> dict[str, Any]:
+  """The loop's carry before the first step: only beam 0 of each example is alive (raw score 0), no
+  hypothesis is finished (score -inf); `alive_tokens` [B, K, L], `done_*` [B] (`done_tokens` [B, L])."""
+  return {
+      't': jnp.zeros((), jnp.int32),
+      'state': state,
+      'last': jnp.full((b * k,), bos_id, jnp.int32),
+      'alive_tokens': jnp.zeros((b, k, steps), jnp.int32),
+      'alive_logp': jnp.where(jnp.arange(k)[None] == 0, 0.0, _NEG_INF) * jnp.ones((b, 1), jnp.float32),
+      'done_tokens': jnp.zeros((b, steps), jnp.int32),
+      'done_score': jnp.full((b,), _NEG_INF, jnp.float32),
+      'done_logp': jnp.full((b,), _NEG_INF, jnp.float32),
+      'done_length': jnp.zeros((b,), jnp.int32),
+  }
+
+
+def _extend(c: dict[str, Any], log_probs: jax.Array, limits: jax.Array, *, eos_id: int,
+            banned_ids: Sequence[int]) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+  """Steps 1-2 (module docstring): the K best extensions of the alive beams by raw score.
+
+  Args:
+    c: the carry (`alive_logp` [B, K], `alive_tokens` [B, K, L], `t`).
+    log_probs: float [B * K, V] of the next token.
+    limits: int [B] per-example length bounds (only EOS at position limits - 1).
+
+  Returns:
+    (raw scores [B, K], source beams [B, K], tokens [B, K], sequences [B, K, L] with the token at t).
+  """
+  t, (b, k) = c['t'], c['alive_logp'].shape
+  vocab = log_probs.shape[-1]
+  log_probs = log_probs.astype(jnp.float32).reshape(b, k, vocab)
+  if banned_ids:
+    log_probs = log_probs.at[..., jnp.asarray(list(banned_ids))].set(_NEG_INF)
+  last_position = (t == limits - 1)[:, None, None]  # only EOS at the last position
+  log_probs = jnp.where(last_position & (jnp.arange(vocab) != eos_id), _NEG_INF, log_probs)
+  scores = (c['alive_logp'][..., None] + log_probs).reshape(b, k * vocab)
+  top, index = jax.lax.top_k(scores, k)  # [B, K]
+  beams, tokens = index // vocab, index % vocab
+  seqs = jnp.take_along_axis(c['alive_tokens'], beams[..., None], axis=1)
+  return top, beams, tokens, seqs.at[:, :, t].set(tokens)
+
+
+def _finish(c: dict[str, Any], top: jax.Array, seqs: jax.Array, ended: jax.Array,
+            norm: Callable[[jax.Array], jax.Array]) -> dict[str, jax.Array]:
+  """Step 3 (module docstring): each example's finished hypothesis, the best of the old one and the
+  extensions `ended` [B, K] here (raw scores `top` [B, K], sequences `seqs` [B, K, L]); the carry's
+  new `done_*` entries."""
+  t = c['t']
+  norm_scores = jnp.where(ended, top / norm(t + 1), _NEG_INF)
+  best = jnp.argmax(norm_scores, axis=1)
+  best_score = jnp.take_along_axis(norm_scores, best[:, None], axis=1)[:, 0]
+  better = best_score > c['done_score']
+  return {
+      'done_tokens': jnp.where(better[:, None],
+                               jnp.take_along_axis(seqs, best[:, None, None], axis=1)[:, 0],
+                               c['done_tokens']),
+      'done_score': jnp.where(better, best_score, c['done_score']),
+      'done_logp': jnp.where(better, jnp.take_along_axis(top, best[:, None], axis=1)[:, 0],
+                             c['done_logp']),
+      'done_length': jnp.where(better, t, c['done_length']),
+  }

@@ -10,6 +10,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jax_structured.nn import flatten
 from jax_structured.nn import masks
 
 
@@ -69,16 +70,14 @@ class BiLSTM(nn.Module):
     Returns:
       float array [..., T, 2 * hidden_size]; zero at positions `t >= lengths`.
     """
-    batch_shape, (length, features) = inputs.shape[:-2], inputs.shape[-2:]
-    x = inputs.reshape((-1, length, features))
-    flat_lengths = jnp.asarray(lengths, jnp.int32).reshape((-1,))
+    x, flat_lengths, _, batch_shape = flatten.flatten_leading(inputs, lengths)
     for layer in range(self.num_layers):
       if layer > 0 and self.dropout_rate > 0:
         x = nn.Dropout(self.dropout_rate)(x, deterministic=deterministic)
       forward = LSTM(self.hidden_size, name=f'forward_{layer}')(x, flat_lengths)
       backward = LSTM(self.hidden_size, reverse=True, name=f'backward_{layer}')(x, flat_lengths)
       x = jnp.concatenate([forward, backward], axis=-1)
-    return x.reshape(batch_shape + (length, 2 * self.hidden_size))
+    return flatten.unflatten_leading(batch_shape, x)[0]
 
 
 def split_directions(outputs: jax.Array, size: int, hidden_size: Optional[int] = None,
