@@ -7,7 +7,7 @@ File mode:
 
 HEAD is 1-based with 0 = ROOT, DEPREL the predicted relation, UPOS the jointly trained tagger's
 prediction (or the input's for a model trained with `model.tag_input='gold'` on CoNLL-U input that
-has UPOS). Formats: see `jax_structured.models.parser.read_sentences`. Prints sentences/s.
+has UPOS). Formats: see `jax_structured.data.sentences.read_sentences`. Prints sentences/s.
 
 Annotation mode (Yu et al. 2018's supervised-tree rows; `jax_structured.data.parsed_trees`):
   python -m launch.parse --workdir=PARSER --annotate=configs/yu/trec.py
@@ -31,7 +31,7 @@ from absl import app
 from absl import flags
 
 from jax_structured import errors
-from jax_structured.models import parser
+from jax_structured.data import sentences
 
 from launch import _compilation_cache
 from launch import _errors
@@ -40,7 +40,7 @@ _WORKDIR = flags.DEFINE_string('workdir', None, 'Training workdir of a parser.bi
                                '(annotation mode: default the config\'s data.trees).')
 _INPUT = flags.DEFINE_string('input', None, 'File to parse (file mode).')
 _OUTPUT = flags.DEFINE_string('output', None, 'CoNLL-U file to write (file mode).')
-_FORMAT = flags.DEFINE_enum('format', 'raw', parser.INPUT_FORMATS, 'Input format (file mode).')
+_FORMAT = flags.DEFINE_enum('format', 'raw', sentences.INPUT_FORMATS, 'Input format (file mode).')
 _CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Sentences per batch.')
 _ANNOTATE = flags.DEFINE_string(

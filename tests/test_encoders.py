@@ -262,8 +262,8 @@ def test_a_variant_that_renames_the_encoder_replaces_its_section():
     config_lib.with_overrides(base, {'model.encoder.hidden_sise': 7})
   # Another model (the default job's 'parser' variant) replaces the model section too; the same
   # model name merges, and a misspelt key of the kept model is still an error.
-  parser = config_lib.with_overrides(base, {'model.name': 'parser.biaffine', 'model.lstm_hidden': 8})
-  assert parser.model.to_dict() == {'name': 'parser.biaffine', 'lstm_hidden': 8}
+  parser = config_lib.with_overrides(base, {'model.name': 'parser.biaffine', 'model.hidden_size': 8})
+  assert parser.model.to_dict() == {'name': 'parser.biaffine', 'hidden_size': 8}
   kept = config_lib.with_overrides(base, {'model.name': 'classifier.sentence'})
   assert kept.model.encoder.hidden_size == 300
   with pytest.raises(KeyError, match='lstm_hidden'):

@@ -156,7 +156,7 @@ def test_the_default_jobs_parser_variant_draws_its_trees(tmp_path):
   config = config_lib.with_overrides(base, overrides)
   config.data.num_train, config.data.num_dev, config.data.num_test = 32, 8, 12
   config.data.batch_size = 16
-  config.model.lstm_hidden = config.model.word_dim = 8
+  config.model.hidden_size = config.model.embedding_dim = 8
   config.train.num_steps = config.train.eval_every_steps = 3
   config.train.render_trees = 1
   results = training.train_and_evaluate(config, str(tmp_path), induce_trees=induce.induce_trees)

@@ -23,7 +23,6 @@ from jax_structured.analysis import parsing
 from jax_structured.data import batching
 from jax_structured.data import loaders
 from jax_structured.data import parsed_trees
-from jax_structured.models import parser
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = REPO / 'tests' / 'fixtures'
@@ -69,8 +68,9 @@ def parser_workdir(tmp_path_factory):
   task = data.load(config.data)
   config.model.num_tags = len(task.extras['tag_vocab'])
   config.model.num_relations = len(task.extras['relation_names'])
-  config.model.update(loss='local', lstm_hidden=8, tagger_hidden=4, word_dim=8, tag_dim=4, arc_mlp=8,
-                      label_mlp=4)  # the cheapest compilation: no matrix-tree gradient
+  # The cheapest compilation: no matrix-tree gradient.
+  config.model.update(loss='local', hidden_size=8, tagger_hidden_size=4, embedding_dim=8,
+                      tag_embedding_dim=4, arc_mlp_size=8, label_mlp_size=4)
   config.parallel = 'none'
   config.train.num_steps = 2
   config.train.eval_every_steps = 2
@@ -129,7 +129,7 @@ def test_annotate_trec_attaches_the_parsers_heads(parser_workdir, trec):
   trained = training.load_trained(parser_workdir)
   words = parsing.dataset_words(config)['words']['test'][0]
   assert words[:3] == ['How', 'far', 'is']
-  (expected, _, _), = parser.parse(trained, [{'words': words}])[0]
+  (expected, _, _), = parsing.parse(trained, [{'words': words}])[0]
   np.testing.assert_array_equal(task.splits['test'].examples[0]['heads'], expected)
   # Keys that do not change the examples (vocabulary, vectors, batches, case) share the cache.
   again = data.load(_trec_data(config.manual_dir, config.data_dir, trees=parser_workdir, min_count=2,

@@ -1,9 +1,12 @@
-"""Tests of the biaffine tree-CRF dependency parser (jax_structured/models/parser.py, launch/parse.py)."""
+"""Tests of the biaffine tree-CRF dependency parser (jax_structured/models/parser.py), its sentence
+files (jax_structured/data/sentences.py), batched parsing (jax_structured/analysis/parsing.py) and
+launch/parse.py."""
 import functools
 import gzip
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -14,6 +17,9 @@ import optax
 import pytest
 
 import brute_force
+from jax_structured import nn as jsnn
+from jax_structured.analysis import parsing
+from jax_structured.data import sentences as sentences_lib
 from jax_structured.data import text
 from jax_structured.models import parser
 from jax_structured.training import parse_task
@@ -152,8 +158,9 @@ def test_relation_logits_at_picks_head_rows_with_root_last():
 
 
 def _tiny_model(**overrides):
-  kwargs = dict(vocab_size=30, num_relations=6, num_tags=8, word_dim=8, tag_dim=4, lstm_hidden=8,
-                lstm_layers=1, tagger_hidden=6, arc_mlp=10, label_mlp=6, dropout=0.0)
+  kwargs = dict(vocab_size=30, num_relations=6, num_tags=8, embedding_dim=8, tag_embedding_dim=4,
+                hidden_size=8, num_layers=1, tagger_hidden_size=6, arc_mlp_size=10, label_mlp_size=6,
+                dropout_rate=0.0)
   kwargs.update(overrides)
   return parser.BiaffineParser(**kwargs)
 
@@ -222,7 +229,7 @@ def test_biaffine_scores_follow_dozat_manning_equations(tiny):
   # The ROOT row of the heads axis is the learned root vector through the head MLPs (same for all b).
   np.testing.assert_allclose(arc_head[0, n], arc_head[1, n], rtol=1e-6)
   # The root vector is the parameter 'root' through the arc-head MLP (Dense + leaky ReLU).
-  dense = p['arc_head_mlp']['Dense_0']
+  dense = p['arc_head_mlp']['dense_0']
   pre = p['root'] @ dense['kernel'] + dense['bias']
   np.testing.assert_allclose(arc_head[0, n], np.where(pre > 0, pre, 0.1 * pre), rtol=1e-4, atol=1e-6)
 
@@ -253,7 +260,7 @@ def test_gold_tags_are_used_only_when_asked_and_present():
   batch = _batch(rng, [4, 4], 4)
   no_tags = {k: v for k, v in batch.items() if k != 'tags'}
   table = rng.normal(size=(30, 8)).astype(np.float32)
-  gold = _tiny_model(tag_input='gold', embeddings=table)
+  gold = _tiny_model(tag_input='gold', embedding_init=jsnn.pretrained_init(table))
   initial = jax.jit(gold.init)(jax.random.PRNGKey(0), batch)
   np.testing.assert_array_equal(initial['params']['word_embed']['embedding'], table)  # pretrained
   variables = _init(gold, batch, seed=2, variables=initial)
@@ -277,8 +284,10 @@ def test_bad_configuration_errors():
     _tiny_model(tag_input='oracle').init(jax.random.PRNGKey(0), batch)
   with pytest.raises(ValueError, match='num_tags'):
     _tiny_model(num_tags=0).init(jax.random.PRNGKey(0), batch)
+  with pytest.raises(ValueError, match='config.model.num_chars'):
+    _tiny_model(char_embedding_dim=4).init(jax.random.PRNGKey(0), batch)
   with pytest.raises(KeyError, match='chars'):
-    _tiny_model(char_dim=4).init(jax.random.PRNGKey(0), batch)
+    _tiny_model(char_embedding_dim=4, num_chars=text.NUM_CHAR_IDS).init(jax.random.PRNGKey(0), batch)
   with pytest.raises(ValueError, match='loss'):
     parser.loss_and_metrics({}, batch, loss='hinge')
   cfg = lambda **kw: ml_collections.ConfigDict({'name': 'parser.biaffine', **kw})
@@ -289,16 +298,40 @@ def test_bad_configuration_errors():
   with pytest.raises(ValueError, match='config.model.loss'):
     parser.build(cfg(loss='hinge'), vocab_size=5, num_classes=3)
   with pytest.raises(ValueError, match='set config.model.num_tags=4'):
-    parser.check_data_sizes({'num_tags': 19}, tag_vocab=['<pad>', '<unk>', 'NOUN', 'VERB'])
+    parse_task.check_data_sizes({'num_tags': 19}, tag_vocab=['<pad>', '<unk>', 'NOUN', 'VERB'])
   with pytest.raises(ValueError, match='set config.model.num_relations=3'):
-    parser.check_data_sizes({'num_relations': 0}, relation_names=['<pad>', '<unk>', 'det'],
-                            num_classes=5)
-  parser.check_data_sizes({'num_tags': 4, 'num_relations': 3}, tag_vocab=['a', 'b', 'c', 'd'],
-                          relation_names=['x', 'y', 'z'])
-  model = parser.build(cfg(num_relations=7, lstm_layers=1), vocab_size=5, num_classes=0)
-  assert (model.num_relations, model.lstm_layers, model.vocab_size) == (7, 1, 5)
-  with pytest.raises(ValueError, match='embeddings'):
-    _tiny_model(embeddings=np.zeros((3, 8))).init(jax.random.PRNGKey(0), batch)
+    parse_task.check_data_sizes({'num_relations': 0}, relation_names=['<pad>', '<unk>', 'det'],
+                                num_classes=5)
+  # The model never predicts ids 0 and 1: the data's tables must reserve them.
+  with pytest.raises(ValueError, match="tag names start with \\['a', 'b'\\]"):
+    parse_task.check_data_sizes({'num_tags': 4}, tag_vocab=['a', 'b', 'c', 'd'])
+  parse_task.check_data_sizes({'num_tags': 4, 'num_relations': 3},
+                              tag_vocab=['<pad>', '<unk>', 'c', 'd'],
+                              relation_names=['<pad>', '<unk>', 'z'])
+  model = parser.build(cfg(num_relations=7, num_layers=1), vocab_size=5, num_classes=0)
+  assert (model.num_relations, model.num_layers, model.vocab_size) == (7, 1, 5)
+  with pytest.raises(ValueError, match='embedding_dim=8'):
+    parser.build(cfg(num_relations=7, embedding_dim=8), vocab_size=3, num_classes=0,
+                 embeddings=np.zeros((3, 5), np.float32))
+  table = np.arange(24, dtype=np.float32).reshape(3, 8)
+  pretrained = parser.build(cfg(num_relations=7, embedding_dim=8, num_tags=8, num_layers=1,
+                                hidden_size=4, arc_mlp_size=4, label_mlp_size=4),
+                            vocab_size=3, num_classes=0, embeddings=table)
+  small = _batch(np.random.default_rng(0), [2], 2, vocab=3, num_relations=7)
+  init = jax.jit(pretrained.init)(jax.random.PRNGKey(0), small)
+  np.testing.assert_array_equal(init['params']['word_embed']['embedding'], table)
+
+
+def test_configs_of_the_old_key_names_are_errors_naming_the_renames():
+  """A config (or a workdir's config.json) of the keys before the rename fails at build, naming
+  each rename and how to retrain (see also the restored workdir in the CLI test)."""
+  cfg = ml_collections.ConfigDict({'name': 'parser.biaffine', 'num_relations': 5, 'word_dim': 8,
+                                   'lstm_hidden': 4, 'dropout': 0.1})
+  with pytest.raises(KeyError, match=r'word_dim -> embedding_dim, lstm_hidden -> hidden_size, '
+                                     r'dropout -> dropout_rate.*configs/parser/ewt.py'):
+    parser.build(cfg, vocab_size=5, num_classes=0)
+  assert set(parser.RENAMED_KEYS.values()) <= set(parser.MODEL_KEYS)
+  assert not set(parser.RENAMED_KEYS) & set(parser.MODEL_KEYS)
 
 
 def test_char_cnn_features():
@@ -312,14 +345,15 @@ def test_char_cnn_features():
   batch['chars'] = np.stack([np.concatenate([text.char_ids(w, 8),
                                              np.zeros((3 - len(w), 8), np.int32)])
                              for w in (['ab', 'c'], ['de', 'fgh', 'i'])])
-  model = _tiny_model(char_dim=4, char_features=5, num_tags=0, tag_input='none')
+  model = _tiny_model(char_embedding_dim=4, char_features=5, num_chars=text.NUM_CHAR_IDS, num_tags=0,
+                      tag_input='none')
   variables = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
   assert variables['params']['char_cnn']['conv']['kernel'].shape == (3, 4, 5)
   grads = jax.jit(jax.grad(lambda v: parser.loss_and_metrics(
       model.apply(v, batch), batch, loss='local')[0]))(variables)
   assert np.abs(np.asarray(grads['params']['char_cnn']['conv']['kernel'])).sum() > 0
   # The character features of a word do not depend on its padding width.
-  cnn = parser.CharCNN(4, 5)
+  cnn = parser.CharCNN(text.NUM_CHAR_IDS, 4, 5)
   cv = cnn.init(jax.random.PRNGKey(1), batch['chars'])
   wide = np.pad(batch['chars'], [(0, 0), (0, 0), (0, 4)])
   np.testing.assert_allclose(cnn.apply(cv, batch['chars']), cnn.apply(cv, wide), rtol=1e-6)
@@ -441,9 +475,9 @@ def test_training_steps_on_tiny_conllu_reduce_the_loss(loss):
   assert [len(s[0]) for s in sentences] == [4, 9, 8]
   batch, vocab, tag_vocab, relation_names = _encode(sentences)
   model = parser.BiaffineParser(vocab_size=len(vocab), num_relations=len(relation_names),
-                                num_tags=len(tag_vocab), word_dim=16, tag_dim=8, lstm_hidden=16,
-                                lstm_layers=1, tagger_hidden=8, arc_mlp=16, label_mlp=8,
-                                dropout=0.1)
+                                num_tags=len(tag_vocab), embedding_dim=16, tag_embedding_dim=8,
+                                hidden_size=16, num_layers=1, tagger_hidden_size=8, arc_mlp_size=16,
+                                label_mlp_size=8, dropout_rate=0.1)
   variables = jax.jit(model.init)(jax.random.PRNGKey(0), batch)
   task = parse_task.ParseTask(ml_collections.ConfigDict({'model': {'loss': loss}}), tag_vocab=tag_vocab)
   assert task.punct_tag_ids == (tag_vocab.id('PUNCT'), tag_vocab.id('SYM'))
@@ -471,13 +505,13 @@ def test_training_steps_on_tiny_conllu_reduce_the_loss(loss):
 
 
 def test_tokenizer_follows_ud_english_conventions():
-  assert parser.tokenize("I don't think it's O'Brien's car, Mr. Smith... (e.g. 3.14)") == [
+  assert sentences_lib.tokenize_ewt("I don't think it's O'Brien's car, Mr. Smith... (e.g. 3.14)") == [
       'I', 'do', "n't", 'think', 'it', "'s", "O'Brien", "'s", 'car', ',', 'Mr.', 'Smith', '...',
       '(', 'e.g.', '3.14', ')']
-  assert parser.tokenize('The U.S. well-known 1,000 see https://a.org/x?y=1! now') == [
+  assert sentences_lib.tokenize_ewt('The U.S. well-known 1,000 see https://a.org/x?y=1! now') == [
       'The', 'U.S.', 'well', '-', 'known', '1,000', 'see', 'https://a.org/x?y=1', '!', 'now']
-  assert parser.tokenize("CAN'T  we'll") == ['CA', "N'T", 'we', "'ll"]
-  assert parser.tokenize('   ') == []
+  assert sentences_lib.tokenize_ewt("CAN'T  we'll") == ['CA', "N'T", 'we', "'ll"]
+  assert sentences_lib.tokenize_ewt('   ') == []
 
 
 def test_read_sentences_of_every_format(tmp_path):
@@ -486,7 +520,7 @@ def test_read_sentences_of_every_format(tmp_path):
     path.write_text(text, encoding=encoding)
     return str(path)
 
-  read = parser.read_sentences
+  read = sentences_lib.read_sentences
   raw = read(write('raw.txt', "It's fine.\n\nOK\n"), 'raw')
   assert [s['words'] for s in raw] == [['It', "'s", 'fine', '.'], ['OK']]
   assert raw[0]['text'] == "It's fine." and raw[1]['sent_id'] == '3'
@@ -531,14 +565,14 @@ def test_conllu_writing_round_trips(tmp_path):
   sentences = _read_conllu(TINY_CONLLU)
   path = tmp_path / 'x.conllu'
   path.write_text(TINY_CONLLU, encoding='utf-8')
-  read = parser.read_sentences(str(path), 'conllu')
-  text = ''.join(parser.to_conllu(r, np.asarray(s[2]), s[3]) for r, s in zip(read, sentences))
+  read = sentences_lib.read_sentences(str(path), 'conllu')
+  text = ''.join(sentences_lib.to_conllu(r, np.asarray(s[2]), s[3]) for r, s in zip(read, sentences))
   # Gold heads/relations written back give the input again, except DEPS (not predicted: '_')
   # and the empty node (enhanced graph only), which is dropped.
   want = [line for line in TINY_CONLLU.splitlines() if not line.startswith('4.1\t')] + ['']
   assert text.splitlines() == want
-  record = parser._sentence(['Hi', '!'], '7')  # pylint: disable=protected-access
-  plain = parser.to_conllu(record, [-1, 0], ['root', 'punct'], ['INTJ', 'PUNCT'])
+  record = sentences_lib.sentence(['Hi', '!'], '7')
+  plain = sentences_lib.to_conllu(record, [-1, 0], ['root', 'punct'], ['INTJ', 'PUNCT'])
   assert plain == ('# sent_id = 7\n# text = Hi !\n1\tHi\t_\tINTJ\t_\t_\t0\troot\t_\t_\n'
                    '2\t!\t_\tPUNCT\t_\t_\t1\tpunct\t_\t_\n\n')
 
@@ -549,7 +583,7 @@ def _trained_tiny(tag_input='predicted'):
   sentences = _read_conllu(TINY_CONLLU)
   batch, vocab, tag_vocab, relation_names = _encode(sentences)
   model = _tiny_model(vocab_size=len(vocab), num_relations=len(relation_names),
-                      num_tags=len(tag_vocab), lstm_layers=1, tag_input=tag_input)
+                      num_tags=len(tag_vocab), num_layers=1, tag_input=tag_input)
   variables = _init(model, batch, seed=4)
   record = type('Trained', (), {})()
   record.model, record.variables, record.vocab = model, variables, vocab
@@ -562,8 +596,8 @@ def test_parse_matches_the_model_and_decoder_on_the_whole_batch(tmp_path):
   trained, batch = _trained_tiny()
   path = tmp_path / 'in.conllu'
   path.write_text(TINY_CONLLU, encoding='utf-8')
-  sentences = parser.read_sentences(str(path), 'conllu')
-  results, stats = parser.parse(trained, sentences, batch_size=4)  # one batch padded to [4, 16]
+  sentences = sentences_lib.read_sentences(str(path), 'conllu')
+  results, stats = parsing.parse(trained, sentences, batch_size=4)  # one batch padded to [4, 16]
   assert stats['sentences'] == 3 and stats['words'] == 21 and stats['sentences_per_second'] > 0
   out = jax.jit(trained.model.apply)(trained.variables, batch)  # the 3 sentences, padded to 9
   heads, relations = parser.decode(out, batch['lengths'])
@@ -575,13 +609,13 @@ def test_parse_matches_the_model_and_decoder_on_the_whole_batch(tmp_path):
     assert rel == [names[r] for r in np.asarray(relations[i, :length])]
     assert upos == [tags[t] for t in np.asarray(out['tags'][i, :length])]
     assert (np.asarray(h) == -1).sum() == 1
-  bad = parser._sentence(['x'], '1', tags=['NOT_A_TAG'])  # pylint: disable=protected-access
+  bad = sentences_lib.sentence(['x'], '1', tags=['NOT_A_TAG'])
   trained.model = trained.model.clone(tag_input='gold')
   with pytest.raises(ValueError, match='NOT_A_TAG'):
-    parser.parse(trained, [bad])
+    parsing.parse(trained, [bad])
   del trained.extras['relation_names']
   with pytest.raises(KeyError, match='relation_names'):
-    parser.parse(trained, sentences)
+    parsing.parse(trained, sentences)
 
 
 def _load_config(name, *args):
@@ -597,8 +631,7 @@ def test_configs_build_with_the_training_schemas():
   from jax_structured import config as config_lib  # pylint: disable=g-import-not-at-top
   assert _load_config('ewt_tiny.py').to_dict() == _load_config('ewt.py', 'tiny').to_dict()
   for config in (_load_config('ewt.py'), _load_config('ewt_tiny.py')):
-    config_lib.optimizer_config(config)
-    config_lib.train_config(config)
+    config_lib.resolve(config)
     loaders.validate_config(config.data, 'universal_dependencies')
     assert config.task == 'parse' and os.path.isabs(config.data.manual_dir)
     for name, overrides in config.variants.items():
@@ -607,9 +640,9 @@ def test_configs_build_with_the_training_schemas():
       model = parser.build(variant.model, vocab_size=10, num_classes=0)
       assert model.num_tags == 19 and model.num_relations == 53
   full = _load_config('ewt.py')
-  assert (full.model.word_dim, full.model.tag_dim, full.model.lstm_layers, full.model.lstm_hidden,
-          full.model.arc_mlp, full.model.label_mlp, full.model.dropout) == (100, 100, 3, 400, 500,
-                                                                             100, 0.33)
+  assert (full.model.embedding_dim, full.model.tag_embedding_dim, full.model.num_layers,
+          full.model.hidden_size, full.model.arc_mlp_size, full.model.label_mlp_size,
+          full.model.dropout_rate) == (100, 100, 3, 400, 500, 100, 0.33)
   assert (full.optimizer.learning_rate, full.optimizer.b2) == (2e-3, 0.9)
   with pytest.raises(ValueError, match='unknown option'):
     _load_config('ewt.py', 'huge')
@@ -617,7 +650,8 @@ def test_configs_build_with_the_training_schemas():
     chars = _load_config('ewt.py', options)
     loaders.validate_config(chars.data, 'universal_dependencies')
     parse_task.ParseTask(chars)  # character ids are configured for the character CNN
-    assert chars.data.max_chars >= 3 and parser.build(chars.model, vocab_size=10, num_classes=0).char_dim
+    model = parser.build(chars.model, vocab_size=10, num_classes=0)
+    assert chars.data.max_chars >= 3 and model.char_embedding_dim and model.num_chars == text.NUM_CHAR_IDS
 
 
 def _tiny_treebank(root):
@@ -632,11 +666,15 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   config = _load_config('ewt_tiny.py')
   del config['variants']
-  config.model.char_dim = 4
+  config.model.char_embedding_dim = 4
   config.model.char_features = 6
-  with pytest.raises(ValueError, match=r'config.model.char_dim=4 needs .* config.data.max_chars'):
+  with pytest.raises(ValueError, match=r'config.model.char_embedding_dim=4 needs .* config.data.max_chars'):
     parse_task.ParseTask(config)
   config.data.max_chars = 10
+  config.model.num_chars = 7
+  with pytest.raises(ValueError, match=f'set config.model.num_chars={text.NUM_CHAR_IDS}'):
+    parse_task.ParseTask(config)
+  config.model.num_chars = text.NUM_CHAR_IDS
   config.data.manual_dir = str(_tiny_treebank(tmp_path / 'ud'))
   config.data.data_dir = str(tmp_path / 'tfds')
   config.data.config = ''
@@ -652,6 +690,17 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   assert 0 <= metrics['validation']['las'] <= metrics['validation']['uas'] <= 1
   restored = training.load_trained(str(workdir))
   assert restored.variables['params']['char_cnn']['conv']['kernel'].shape == (3, 4, 6)
+  # A workdir trained before the parser's keys were renamed: restoring it is an error naming the
+  # renames and the config to retrain with.
+  old = tmp_path / 'old_run'
+  shutil.copytree(workdir, old)
+  saved = json.loads((old / 'config.json').read_text())
+  renamed_back = {new: old_key for old_key, new in parser.RENAMED_KEYS.items()}
+  saved['model'] = {renamed_back.get(k, k): v for k, v in saved['model'].items()}
+  (old / 'config.json').write_text(json.dumps(saved))
+  with pytest.raises(KeyError, match=r'word_dim -> embedding_dim.*retrain the workdir with '
+                                     r'configs/parser/ewt.py'):
+    training.load_trained(str(old))
   # The workdir keeps what rebuilds the model (vocabularies, relation names), not the treebank.
   assert set(json.loads((workdir / 'extras.json').read_text())) == {
       'tag_vocab', 'relation_vocab', 'relation_names'}

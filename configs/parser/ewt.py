@@ -12,7 +12,7 @@ Dozat & Manning (2017): 100-d word and tag embeddings, 3 BiLSTM layers of 400 un
 500-d arc MLPs, 100-d label MLPs, dropout 0.33, Adam (lr 2e-3, beta1 = beta2 = 0.9), gradient norm
 clipped at 5, lr * 0.75^(t / 5000). Scaled for the budget: 30 epochs (~11.8k steps of 32 sentences)
 with early stopping instead of D&M's 50k steps of 5000 tokens, and no pretrained GloVe vectors
-(set `data.embeddings` to a GloVe file with `data.embedding_dim=model.word_dim=100` to add them).
+(set `data.embeddings` to a GloVe file with `data.embedding_dim=model.embedding_dim=100` to add them).
 
 `variants` trains the matrix-tree CRF objective ('crf', -log P(gold tree), Koo et al. 2007) and D&M's
 local head-selection objective ('local') side by side with otherwise identical settings.
@@ -24,6 +24,7 @@ import os
 import ml_collections
 
 from jax_structured.data import loaders
+from jax_structured.data import text
 from jax_structured import config as config_lib
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -61,18 +62,19 @@ def get_config(options: str = '') -> ml_collections.ConfigDict:
   config.model.single_root = True
   config.model.num_tags = EWT_NUM_TAGS
   config.model.num_relations = EWT_NUM_RELATIONS  # 0 = the data's number of label names
-  config.model.word_dim = 100
-  config.model.tag_dim = 100
+  config.model.embedding_dim = 100
+  config.model.tag_embedding_dim = 100
   config.model.tag_input = 'predicted'  # 'predicted' | 'gold' | 'none'
   config.model.tag_loss_weight = 1.0
-  config.model.char_dim = 0  # > 0: byte CNN (needs data.max_chars > 0; the 'chars' option)
+  config.model.char_embedding_dim = 0  # > 0: byte CNN (needs data.max_chars > 0; the 'chars' option)
   config.model.char_features = 100
-  config.model.lstm_hidden = 400
-  config.model.lstm_layers = 3
-  config.model.tagger_hidden = 200
-  config.model.arc_mlp = 500
-  config.model.label_mlp = 100
-  config.model.dropout = 0.33
+  config.model.num_chars = text.NUM_CHAR_IDS  # the byte ids of data.text.char_ids
+  config.model.hidden_size = 400
+  config.model.num_layers = 3
+  config.model.tagger_hidden_size = 200
+  config.model.arc_mlp_size = 500
+  config.model.label_mlp_size = 100
+  config.model.dropout_rate = 0.33
 
   config.optimizer = config_lib.optimizer_defaults()
   config.optimizer.name = 'adam'
@@ -99,7 +101,7 @@ def get_config(options: str = '') -> ml_collections.ConfigDict:
   })
   if 'chars' in chosen:
     config.data.max_chars = 20
-    config.model.char_dim = 50
+    config.model.char_embedding_dim = 50
     config.model.char_features = 100
   return tiny(config) if 'tiny' in chosen else config
 
@@ -114,17 +116,17 @@ def tiny(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   config.data.max_length = 30
   config.data.batch_size = 16
   config.data.bucket_boundaries = (8, 16, 32, 64, 128, 256)
-  config.model.word_dim = 32
-  config.model.tag_dim = 16
-  config.model.lstm_hidden = 32
-  config.model.lstm_layers = 1
-  config.model.tagger_hidden = 16
-  config.model.arc_mlp = 32
-  config.model.label_mlp = 16
-  if config.model.char_dim:
-    config.model.char_dim = 8
+  config.model.embedding_dim = 32
+  config.model.tag_embedding_dim = 16
+  config.model.hidden_size = 32
+  config.model.num_layers = 1
+  config.model.tagger_hidden_size = 16
+  config.model.arc_mlp_size = 32
+  config.model.label_mlp_size = 16
+  if config.model.char_embedding_dim:
+    config.model.char_embedding_dim = 8
     config.model.char_features = 16
-  config.model.dropout = 0.2
+  config.model.dropout_rate = 0.2
   config.optimizer.schedule = 'constant'
   config.train.num_epochs = 0
   config.train.num_steps = 300

@@ -1,8 +1,10 @@
-"""Running a trained parser workdir: parse a file to CoNLL-U, or annotate a dataset with its trees.
+"""Running a trained parser workdir: parse sentences, a file to CoNLL-U, or annotate a dataset.
 
-The analysis layer restores workdirs (`training.load_trained`); the parser itself and its batched
-decoding (`models.parser.parse`) sit below, in `models`.
+The analysis layer restores workdirs (`training.load_trained`); the parser itself (`models.parser`)
+sits below, in `models`; reading sentences and writing CoNLL-U is `data.sentences`.
 
+  `parse(trained, sentences)`            batched parsing on device: power-of-two padded lengths, trees
+                                         decoded by `models.parser.decode` inside the jitted function
   `parse_file(workdir, input, output)`   a text / CoNLL-U / dataset file -> CoNLL-U (launch.parse)
   `annotate(workdir, data_config)`       every sentence of a dataset the loaders read (TREC, SST, SNLI
                                          premises and hypotheses, Quora pairs, text_classification
@@ -13,30 +15,186 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
 
 from jax_structured import training
 from jax_structured.data import parsed_trees
 from jax_structured.data import registry as data_registry
+from jax_structured.data import sentences
+from jax_structured.data import text
 from jax_structured.models import parser
+from jax_structured.training import parse_task
+
+
+def bucket_length(n: int) -> int:
+  """The padded length of a batch whose longest sentence has `n` words: a power of two, >= 8."""
+  return max(8, 1 << (n - 1).bit_length())
+
+
+def _label_names(trained) -> tuple[list[str], list[str]]:
+  """(relation names, tag names) of a trained parser workdir, checked against its model.
+
+  Raises:
+    TypeError when the workdir holds another model; KeyError without relation names (not trained on
+    a treebank); ValueError when the model's tables do not match the saved names.
+  """
+  model = trained.model
+  if not isinstance(model, parser.BiaffineParser):
+    raise TypeError(f'the workdir holds a {type(model).__name__}, not a parser.biaffine model')
+  extras = trained.extras or {}
+  if 'relation_names' not in extras:
+    raise KeyError('the workdir extras.json has no "relation_names": was it trained on '
+                   'universal_dependencies data?')
+  relation_names = list(extras['relation_names'])
+  tag_vocab = extras.get('tag_vocab')
+  tag_names = list(getattr(tag_vocab, 'tokens', tag_vocab or []))
+  parse_task.check_data_sizes({'num_tags': model.num_tags, 'num_relations': model.num_relations},
+                              tag_vocab=tag_names if model.num_tags else None,
+                              relation_names=relation_names)
+  return relation_names, tag_names
+
+
+def _input_settings(trained, sentence_records, tag_names) -> dict[str, Any]:
+  """How sentences become batches for this workdir: {'lowercase', 'max_chars', 'use_tags'}.
+
+  `use_tags`: the model was trained with `tag_input='gold'` and EVERY sentence has input UPOS.
+
+  Raises:
+    ValueError when the model reads characters but its data config gives none, or when an input UPOS
+    tag is not in the model's tag vocabulary.
+  """
+  model = trained.model
+  data_config = trained.config.get('data', {})
+  reads_chars = model.char_embedding_dim > 0
+  max_chars = int(data_config.get('max_chars', 0)) if reads_chars else 0
+  if reads_chars and max_chars < 3:
+    raise ValueError(f'the parser in this workdir reads characters (model.char_embedding_dim='
+                     f'{model.char_embedding_dim}) but its config has data.max_chars={max_chars}')
+  use_tags = bool(model.tag_input == 'gold' and sentence_records and
+                  all(s.get('tags') is not None for s in sentence_records))
+  if use_tags:
+    unknown = sorted({t for s in sentence_records for t in s['tags']} - set(tag_names))
+    if unknown:
+      raise ValueError(f'input UPOS tags {unknown} are not in the model tag vocabulary {tag_names}')
+  return {'lowercase': bool(data_config.get('lowercase', False)), 'max_chars': max_chars,
+          'use_tags': use_tags}
+
+
+def _batch(trained, rows: Sequence[Mapping[str, Any]], batch_size: int, settings, tag_names,
+           ) -> dict[str, np.ndarray]:
+  """A 'parse' batch of `rows` (sentence records), padded to `batch_size` x `bucket_length`.
+
+  Returns:
+    {'tokens' int32[B, n], 'lengths' int32[B] (padding rows: one word, ignored), ['tags' int32[B, n]],
+     ['chars' int32[B, n, max_chars]]}.
+  """
+  n = bucket_length(max(len(s['words']) for s in rows))
+  max_chars, use_tags = settings['max_chars'], settings['use_tags']
+  batch = {'tokens': np.zeros((batch_size, n), np.int32), 'lengths': np.ones((batch_size,), np.int32)}
+  if use_tags:
+    batch['tags'] = np.zeros((batch_size, n), np.int32)
+  if max_chars:
+    batch['chars'] = np.zeros((batch_size, n, max_chars), np.int32)
+  for row, record in enumerate(rows):
+    words = record['words']
+    if max_chars:
+      batch['chars'][row, :len(words)] = text.char_ids(words, max_chars)
+    words = [w.lower() for w in words] if settings['lowercase'] else words
+    batch['tokens'][row, :len(words)] = trained.vocab.encode(words)
+    batch['lengths'][row] = len(words)
+    if use_tags:
+      batch['tags'][row, :len(words)] = [tag_names.index(t) for t in record['tags']]
+  return batch
+
+
+def _stats(sentence_records, seconds: float, first_seconds: float, first_sentences: int,
+           ) -> dict[str, float]:
+  rest = len(sentence_records) - first_sentences
+  return {'sentences': len(sentence_records),
+          'words': sum(len(s['words']) for s in sentence_records), 'seconds': seconds,
+          'sentences_per_second': len(sentence_records) / max(seconds, 1e-9),
+          'seconds_first_batches': first_seconds,
+          'sentences_per_second_compiled': (rest / max(seconds - first_seconds, 1e-9) if rest
+                                            else float('nan'))}
+
+
+def parse(trained, sentence_records: Sequence[Mapping[str, Any]], *, batch_size: int = 32,
+          ) -> tuple[list[tuple[np.ndarray, list[str], list[str] | None]], dict[str, float]]:
+  """Parses sentences with a trained parser (restored by `training.load_trained`), on device, batched.
+
+  Sentences are sorted by length and padded to power-of-two lengths (>= 8, `bucket_length`) so each
+  shape compiles once; trees are decoded with `models.parser.decode` (`trees.mst`) inside the jitted
+  function. Tags: with `config.model.tag_input == 'gold'` the input's UPOS (CoNLL-U input) are used
+  when EVERY sentence has them, else the tagger head's predictions; 'predicted' and 'none' models
+  always use (and write) their own predicted UPOS.
+
+  Args:
+    trained: a `training.Trained` of a 'parser.biaffine' model.
+    sentence_records: `data.sentences.read_sentences` records (only 'words' and, for 'gold' tags,
+      'tags' are read).
+    batch_size: sentences per device batch.
+
+  Returns:
+    ([(heads int32[n] (-1 = ROOT), relation names, UPOS names or None)] in input order,
+     stats {'sentences', 'words', 'seconds', 'sentences_per_second' (all, compilation included),
+     'seconds_first_batches' (the first batch of each padded length, compilation included),
+     'sentences_per_second_compiled' (the other batches; NaN when there are none)}).
+  """
+  model = trained.model
+  relation_names, tag_names = _label_names(trained)
+  settings = _input_settings(trained, sentence_records, tag_names)
+  writes_upos = bool(model.num_tags and tag_names and not settings['use_tags'])
+
+  @jax.jit
+  def run(variables, batch):
+    outputs = model.apply(variables, batch, train=False)
+    heads, relations = parser.decode(outputs, batch['lengths'])
+    return heads, relations, outputs.get('tags', jnp.zeros_like(heads))
+
+  variables = jax.device_put(trained.variables)
+  order = sorted(range(len(sentence_records)), key=lambda i: len(sentence_records[i]['words']))
+  results: list[Any] = [None] * len(sentence_records)
+  seen_shapes, first_seconds, first_sentences = set(), 0.0, 0
+  start = time.perf_counter()
+  for k in range(0, len(order), batch_size):
+    index = order[k:k + batch_size]
+    batch = _batch(trained, [sentence_records[i] for i in index], batch_size, settings, tag_names)
+    t0 = time.perf_counter()
+    heads, relations, tags = jax.device_get(run(variables, batch))
+    n = batch['tokens'].shape[1]
+    if n not in seen_shapes:  # the first batch of a padded length includes its compilation
+      seen_shapes.add(n)
+      first_seconds += time.perf_counter() - t0
+      first_sentences += len(index)
+    for row, i in enumerate(index):
+      length = len(sentence_records[i]['words'])
+      upos = [tag_names[int(t)] for t in tags[row, :length]] if writes_upos else None
+      results[i] = (heads[row, :length], [relation_names[int(r)] for r in relations[row, :length]],
+                    upos)
+  stats = _stats(sentence_records, time.perf_counter() - start, first_seconds, first_sentences)
+  return results, stats
 
 
 def parse_file(workdir: str, input_path: str, output_path: str, *, fmt: str = 'raw',
                checkpoint: str | int = 'best', batch_size: int = 32) -> dict[str, float]:
-  """Parses `input_path` (format `fmt`, see `parser.read_sentences`) with the parser trained in
-  `workdir`; writes CoNLL-U (atomically).
+  """Parses `input_path` (format `fmt`, see `data.sentences.read_sentences`) with the parser trained
+  in `workdir`; writes CoNLL-U (atomically).
 
   Returns:
-    The `parser.parse` stats (sentences/s includes compilation of each padded length; the time of the
+    The `parse` stats (sentences/s includes compilation of each padded length; the time of the
     first batch of each length is reported separately as 'seconds_first_batches').
   """
-  sentences = parser.read_sentences(input_path, fmt)
+  records = sentences.read_sentences(input_path, fmt)
   trained = training.load_trained(workdir, checkpoint=checkpoint)
-  results, stats = parser.parse(trained, sentences, batch_size=batch_size)
+  results, stats = parse(trained, records, batch_size=batch_size)
   tmp = output_path + '.tmp'
   with open(tmp, 'w', encoding='utf-8') as f:
-    for sentence, (heads, relations, upos) in zip(sentences, results):
-      f.write(parser.to_conllu(sentence, heads, relations, upos))
+    for record, (heads, relations, upos) in zip(records, results):
+      f.write(sentences.to_conllu(record, heads, relations, upos))
   os.replace(tmp, output_path)
   return stats
 
@@ -93,9 +251,9 @@ def annotate(workdir: str, data_config, *, checkpoint: str | int = 'best',
     for item in items:
       for side in (item if kind == 'pair' else (item,)):
         distinct.setdefault(tuple(side), len(distinct))
-  sentences = [{'words': list(w), 'sent_id': str(i)} for w, i in distinct.items()]
+  records = [sentences.sentence(w, str(i)) for w, i in distinct.items()]
   start = time.perf_counter()
-  results, stats = parser.parse(trained, sentences, batch_size=batch_size) if sentences else ([], {})
+  results, stats = parse(trained, records, batch_size=batch_size) if records else ([], {})
   seconds = time.perf_counter() - start
   parsed = [[int(h) for h in heads] for heads, _, _ in results]
 
@@ -110,8 +268,8 @@ def annotate(workdir: str, data_config, *, checkpoint: str | int = 'best',
           'fingerprint': parsed_trees.fingerprint(cfg), 'data': parsed_trees.identity(cfg)}
   paths = parsed_trees.write_cache(directory, kind, words, heads, meta)
   return {'directory': directory, 'paths': paths,
-          'examples': {s: len(items) for s, items in words.items()}, 'sentences': len(sentences),
+          'examples': {s: len(items) for s, items in words.items()}, 'sentences': len(records),
           'words': stats.get('words', 0), 'seconds': seconds,
-          'sentences_per_second': len(sentences) / max(seconds, 1e-9),
+          'sentences_per_second': len(records) / max(seconds, 1e-9),
           'checkpoint_step': int(trained.step)}
 

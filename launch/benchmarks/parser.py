@@ -7,14 +7,14 @@ direction, arc MLP 500, label MLP 100, predicted UPOS tags feeding the parser) w
 `EWT_VOCAB_SIZE` words (train words seen at least twice, `data.min_count=2`, + `<pad>`, `<unk>`),
 19 tags and 53 relations. Speed does not depend on the weights, so neither data nor a checkpoint is
 needed (the GPU machine has neither). `--sizes` lists `BATCHxLENGTH` padded shapes; real lengths are
-uniform in (LENGTH / 2, LENGTH], the sentences a power-of-two bucket holds (`parser.parse` pads to
-powers of two >= 8; EWT train: 58% of sentences <= 16 words, 90% <= 32, 99.4% <= 64). Gold trees
-of the training batches are random single-root trees (each word but the first attaches to an
-earlier one).
+uniform in (LENGTH / 2, LENGTH], the sentences a power-of-two bucket holds
+(`analysis.parsing.parse` pads to powers of two >= 8; EWT train: 58% of sentences <= 16 words, 90% <=
+32, 99.4% <= 64). Gold trees of the training batches are random single-root trees (each word but the
+first attaches to an earlier one).
 
 Columns (median seconds over `--repeats` round-robin calls after one compile call each, ended with
 `block_until_ready`; sentences/s = batch / seconds):
-* `parse`: what `launch.parse` runs per batch (the jitted function of `parser.parse`): the forward
+* `parse`: what `launch.parse` runs per batch (the jitted function of `analysis.parsing.parse`): the forward
   pass and `parser.decode` (Chu-Liu-Edmonds `trees.mst` on the device, relations at the predicted
   heads, UPOS);
 * `greedy`: the forward pass and each word's best head alone (argmax of
@@ -122,7 +122,7 @@ def measure(config: ml_collections.ConfigDict, batch_size: int, length: int, *, 
     return model.apply(v, b, train=False)
 
   @jax.jit
-  def parse(v, b):  # the jitted function of parser.parse
+  def parse(v, b):  # the jitted function of analysis.parsing.parse
     outputs = forward(v, b)
     heads, relations = parser.decode(outputs, b['lengths'])
     return heads, relations, outputs.get('tags', jnp.zeros_like(heads))
@@ -174,8 +174,8 @@ def _title(quick: bool) -> str:
   model = ewt_config(quick).model
   vocab_size = QUICK_VOCAB_SIZE if quick else EWT_VOCAB_SIZE
   return (f'parser.biaffine, freshly initialised at the EWT size{" (tiny: --quick)" if quick else ""}: '
-          f'{model.lstm_layers} BiLSTM layers of {model.lstm_hidden}, arc MLP {model.arc_mlp}, label MLP '
-          f'{model.label_mlp}, {vocab_size:,} words, {model.num_tags} tags, {model.num_relations} '
+          f'{model.num_layers} BiLSTM layers of {model.hidden_size}, arc MLP {model.arc_mlp_size}, label '
+          f'MLP {model.label_mlp_size}, {vocab_size:,} words, {model.num_tags} tags, {model.num_relations} '
           'relations; size = batch x padded length; parse = forward + Chu-Liu-Edmonds decoding '
           '(launch.parse), greedy = forward + best head per word (no tree), scores = forward only; '
           'train = forward + backward + Adam')

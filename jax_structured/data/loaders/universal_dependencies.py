@@ -21,7 +21,7 @@ def load_universal_dependencies(config) -> core.TaskData:
   for relations unseen in train). `strip_relation_subtypes` maps `nsubj:pass` to `nsubj`. With
   `max_chars > 0` every example also has `chars` int32[n, max_chars], the byte ids of its words as
   written (before `lowercase`; `text.char_ids`), for the parser's character CNN. (Parses are
-  written as CoNLL-U by `models.parser.to_conllu` from the input file's own rows.)
+  written as CoNLL-U by `data.sentences.to_conllu` from the input file's own rows.)
   """
   cfg = options.validate_config(config, 'universal_dependencies')
   if cfg['tags'] not in ('upos', 'xpos'):
