@@ -15,6 +15,7 @@ import numpy as np
 import optax
 import pytest
 
+from configs import luo_zhu as luo_zhu_configs
 from jax_structured import data
 from jax_structured import errors
 from jax_structured import models
@@ -322,13 +323,12 @@ def test_config_keys_are_valid(name):
     config = _config_module(name).get_config(options)
     loaders.validate_config(config.data, config.data.name)
     assert config.data.punctuation == 'p'
-    training_config.optimizer_config(config)
-    training_config.train_config(config)
+    training_config.resolve(config)
     for overrides in (config.variants.to_dict() or {'': {}}).values():
       child = training_config.with_overrides(config, training_config.flatten(overrides))
       model = models.build(child.model, vocab_size=11, num_classes=3)
       expect = 'punctuation' if child.model.encoder.name == 'mhs_rnn' else 'sentences'
       assert model.static_boundaries == expect
-  assert sorted(_config_module(name).get_config('').variants) == sorted(luo_zhu.VARIANTS)
+  assert sorted(_config_module(name).get_config('').variants) == sorted(luo_zhu_configs.VARIANTS)
   with pytest.raises(ValueError, match='unknown'):
     _config_module(name).get_config('nope')

@@ -45,15 +45,13 @@ only shapes the straight-through gradient, so evaluation never depends on it.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping, Optional
+from typing import ClassVar, Optional
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import ml_collections
 
 from jax_structured import nn as jsnn
-from jax_structured.data import loaders
 from jax_structured.models import encoders as encoders_lib
 from jax_structured.models import heads
 from jax_structured.models import registry
@@ -61,7 +59,6 @@ from jax_structured.nn import flatten
 from jax_structured.nn import han as han_lib
 from jax_structured.nn import hm_rnn as hm_lib
 from jax_structured.nn import mhs_rnn as mhs_lib
-from jax_structured import config as training_config
 
 
 def annealed_slope(step: Optional[jax.Array], start: float, end: float, steps: int) -> jax.Array:
@@ -252,120 +249,4 @@ def build_document_classifier(config, *, vocab_size, num_classes, embeddings=Non
 
 
 FAMILY = ('mhs_rnn', 'han', 'hm_rnn')
-STATIC_BOUNDARIES = ('sentences', 'punctuation')
 
-
-# --- Configs (configs/luo_zhu/*.py) -------------------------------------------------------------------
-
-# Table I rows we implement: name -> config.model.encoder overrides.
-VARIANTS = {
-    'mhs_rnn_attention': {'name': 'mhs_rnn', 'attention': True},
-    'mhs_rnn': {'name': 'mhs_rnn', 'attention': False},
-    'hn_att': {'name': 'han', 'attention': True},
-    'hn_ave': {'name': 'han', 'attention': False},
-    'hm_rnn': {'name': 'hm_rnn', 'num_layers': 3},
-}
-# config.model.static_boundaries per encoder: MHS-RNN's p_t on every punctuation mark (eq. 2); HAN's
-# sentences are the loader's sentences (Yang et al.); HM-RNN reads no static boundary.
-STATIC_BOUNDARIES_OF = {'mhs_rnn': 'punctuation', 'han': 'sentences', 'hm_rnn': 'sentences'}
-
-
-def document_config(loader: str, data: Mapping[str, Any], *, variant: Optional[str] = None,
-                    tiny: bool = False) -> ml_collections.ConfigDict:
-  """The sec. IV-B setting on one data set: 100-d word vectors (the paper: pretrained GloVe; here
-  word2vec trained on train + dev unless `data` names a file), every layer 50-d, batches of 64 documents
-  of similar length (length buckets), SGD with momentum 0.9 (learning rate 0.05, picked on dev as the
-  paper does), 10% of train held out as dev where the data has no dev split, slope annealed 1 -> 5,
-  every punctuation token mapped to 'p' (`data.punctuation='p'`; 'keep' keeps the tokens) and a static
-  boundary for MHS-RNN (`model.static_boundaries`, per row `STATIC_BOUNDARIES_OF`).
-
-  Args:
-    loader: 'document_classification' or 'text_classification' (with split_sentences=True in `data`).
-    data: the data set's loader keys, applied last.
-    variant: a `VARIANTS` row only; None: every row in `config.variants`.
-    tiny: 8-d layers, batches of 8, 20 steps, for a CPU smoke run.
-  """
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'document'
-  config.parallel = 'shard_map'
-  config.distributed = False
-  config.data = loaders.default_config(loader)
-  data = {'min_count': 6, 'max_sentences': 60, 'max_sentence_length': 80, 'embeddings': 'word2vec',
-          'embedding_dim': 100, 'batch_size': 64, 'validation_fraction': 0.1, 'punctuation': 'p', **data}
-  unknown = sorted(set(data) - set(config.data))
-  if unknown:
-    raise ValueError(f'data key(s) {unknown} are not keys of the {loader!r} loader: {sorted(config.data)}')
-  config.data.update(data)
-  encoder = {}
-  for name in reversed(FAMILY):  # the union of the family's keys (see build_document_classifier)
-    encoder.update(_encoder_section({'name': name}))
-  config.model = ml_collections.ConfigDict({
-      'name': 'luo_zhu.document_classifier', 'embedding_dim': 100, 'freeze_embeddings': False,
-      'embedding_dropout': 0.0, 'dropout_rate': 0.0, 'mlp_hidden': 0, 'pooling': 'encoder',
-      'static_boundaries': 'punctuation', 'encoder': encoder})
-  config.optimizer = training_config.optimizer_defaults()
-  config.optimizer.name = 'sgd'
-  config.optimizer.momentum = 0.9
-  config.optimizer.learning_rate = 0.05
-  config.train = training_config.train_defaults()
-  config.train.update({'num_epochs': 10, 'log_every_steps': 50, 'early_stopping_patience': 3})
-  config.variants = ml_collections.ConfigDict()
-  rows = {name: {'model': {'static_boundaries': STATIC_BOUNDARIES_OF[row['name']],
-                           'encoder': _encoder_section(row)}} for name, row in VARIANTS.items()}
-  if variant is None:
-    for name, row in rows.items():
-      config.variants[name] = row
-  else:
-    config.model.update(rows[variant]['model'])
-  if tiny:
-    config.data.embeddings = ''
-    config.data.embedding_dim = 8
-    config.data.batch_size = 8
-    config.model.embedding_dim = 8
-    for section in [config.model.encoder] + [v.model.encoder for v in config.variants.values()]:
-      section.hidden_size = 8
-      if 'slope_anneal_steps' in section:
-        section.slope_anneal_steps = min(section.slope_anneal_steps, 10)
-    config.train.num_epochs = 1
-    config.train.num_steps = 20
-    config.train.eval_every_steps = 0
-    config.train.checkpoint_every_steps = 0
-    config.train.log_every_steps = 10
-  return config
-
-
-def _encoder_section(row: Mapping[str, Any]) -> dict[str, Any]:
-  """A full encoder section: the row's encoder at its defaults, 50-d, slope 1 -> 5."""
-  section = dict(encoders_lib.default_config(row['name']))
-  section.update(row)
-  section['hidden_size'] = 50
-  if 'slope' in section:
-    section.update(slope=1.0, slope_end=5.0, slope_anneal_steps=2000)
-  return section
-
-
-# Table I of Luo & Zhu: test accuracy (%) of the rows we implement, per data set.
-PAPER_TEST_ACCURACY = {
-    'yelp13': {'hn_ave': 65.6, 'hn_att': 66.0, 'hm_rnn': 64.0, 'mhs_rnn': 65.2, 'mhs_rnn_attention': 66.8},
-    'yelp14': {'hn_ave': 67.3, 'hn_att': 68.9, 'hm_rnn': 64.5, 'mhs_rnn': 67.5, 'mhs_rnn_attention': 69.3},
-    'yelp15': {'hn_ave': 67.8, 'hn_att': 69.4, 'hm_rnn': 64.9, 'mhs_rnn': 67.7, 'mhs_rnn_attention': 69.9},
-    'yahoo': {'hn_ave': 71.8, 'hn_att': 73.8, 'hm_rnn': 71.0, 'mhs_rnn': 72.3, 'mhs_rnn_attention': 74.1},
-    'amazon': {'hn_ave': 59.7, 'hn_att': 60.7, 'hm_rnn': 59.0, 'mhs_rnn': 59.7, 'mhs_rnn_attention': 61.2},
-}
-
-
-def dataset_config(dataset: str, options: Optional[str], file: str) -> ml_collections.ConfigDict:
-  """The config of configs/luo_zhu/<dataset>.py: a `document_classification` builder config (Yelp 2013-15,
-  Yahoo Answers, Amazon; upstream files in ~/tensorflow_datasets/downloads/manual/<dataset>, or
-  `--config.data.manual_dir`), or 'debian' (../shared/data/debian_descriptions, `text_classification`
-  split into sentences). Options: one `VARIANTS` row (default: all of them as `variants`), `tiny`."""
-  from jax_structured.models import liu_lapata  # pylint: disable=g-import-not-at-top
-  variant, _, tiny = liu_lapata.parse_options(options, file, sorted(VARIANTS))
-  if dataset == 'debian':
-    return document_config('text_classification', {'manual_dir': '../shared/data/debian_descriptions',
-                                                   'split_sentences': True}, variant=variant, tiny=tiny)
-  import os  # pylint: disable=g-import-not-at-top
-  data = {'config': dataset,
-          'manual_dir': os.path.expanduser(f'~/tensorflow_datasets/downloads/manual/{dataset}')}
-  return document_config('document_classification', data, variant=variant, tiny=tiny)
