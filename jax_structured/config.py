@@ -100,7 +100,7 @@ TOP_LEVEL_DEFAULTS: dict[str, Any] = {
     'distributed': False,  # call jax.distributed.initialize (also asked by launcher flags / environment)
 }
 # The sections of a config: `optimizer` and `train` are filled by `resolve`, `data` and `model` are
-# checked by the data loader and the model builder, `variants` holds {name: {dotted key: value}}.
+# checked by the data loader and the model builder, `variants` holds {name: overrides}.
 SECTIONS = ('data', 'model', 'optimizer', 'train', 'variants')
 
 PARALLEL_MODES = ('shard_map', 'pmap', 'none')
