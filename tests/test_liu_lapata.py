@@ -274,8 +274,7 @@ def test_configs_validate_and_build_every_variant(file, tmp_path, monkeypatch):
   module = importlib.import_module(f'configs.liu_lapata.{file}')
   for options in ('', 'tiny'):
     config = module.get_config(options)
-    training_config.optimizer_config(config)
-    training_config.train_config(config)
+    training_config.resolve(config)
     loaders.validate_config(config.data, config.data.name)
     assert config.data.embedding_dim == config.model.embedding_dim or options == 'tiny'
     assert len(config.variants) >= 4

@@ -48,9 +48,7 @@ def test_config_keys_are_valid(name, options, monkeypatch, tmp_path):
   monkeypatch.setenv('JAX_STRUCTURED_CACHE', str(tmp_path))
   config = _config_module(name).get_config(options)
   loaders.validate_config(config.data, config.data.name)
-  training_config.optimizer_config(config)
-  training_config.train_config(config)
-  training_config.parallel_mode(config)
+  training_config.resolve(config)
   variants = config.variants.to_dict() or {'': {}}
   for overrides in variants.values():
     child = training_config.with_overrides(config, training_config.flatten(overrides))

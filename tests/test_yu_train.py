@@ -31,8 +31,7 @@ def test_every_row_builds_and_the_paper_settings(name, monkeypatch, tmp_path):
   for options in ('', 'tiny', 'rn_latent,adagrad'):
     config = module.get_config(options)
     loaders.validate_config(config.data, config.data.name)
-    training_config.optimizer_config(config)
-    training_config.train_config(config)
+    training_config.resolve(config)
     variants = config.variants.to_dict() or {'': {}}
     for overrides in variants.values():
       child = training_config.with_overrides(config, training_config.flatten(overrides))
