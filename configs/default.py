@@ -90,7 +90,7 @@ def get_config() -> ml_collections.ConfigDict:
       'parser': {'data': {'kind': 'parse'}, 'model': {
           'name': 'parser.biaffine', 'loss': 'crf', 'single_root': True, 'num_tags': 0,
           'tag_input': 'none', 'num_relations': len(core.Vocabulary(synthetic.RELATION_NAMES)),
-          'word_dim': 32, 'lstm_hidden': 32, 'lstm_layers': 1, 'arc_mlp': 32, 'label_mlp': 16,
-          'dropout': 0.0}},
+          'embedding_dim': 32, 'hidden_size': 32, 'num_layers': 1, 'arc_mlp_size': 32,
+          'label_mlp_size': 16, 'dropout_rate': 0.0}},
   })
   return config
