@@ -8,6 +8,7 @@ The layer above `training` (it restores workdirs with `training.load_trained`) a
                                        (Yu et al. 2018 Table 2b), BLEU against a reference
   `show_boundaries(workdir, split)`    MHS-RNN / HM-RNN phrase boundaries: lengths, word classes,
                                        pictures (Luo & Zhu sec. IV-D, Fig. 5, Table II)
+  `parsing.parse(trained, sentences)`  a trained parser's trees of sentences, batched on device
   `parsing.parse_file(workdir, ...)`   a trained parser's CoNLL-U of a file (launch.parse)
   `parsing.annotate(workdir, data)`    a dataset's heads cache for `config.data.trees` (launch.parse
                                        --annotate; Yu et al. 2018's supervised-tree rows)

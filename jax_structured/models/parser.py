@@ -257,7 +257,7 @@ def _leaky_relu(x: Array) -> Array:
 
 
 def biaffine_mlp(features: int, dropout_rate: float, name: str) -> jsnn.MLP:
-  """One of D&M's arc / label MLPs: a leaky-ReLU layer with dropout on its output ([..., D] -> [..., F])."""
+  """One of D&M's arc / label MLPs: a leaky-ReLU layer, dropout on its output; [..., D] -> [..., F]."""
   return jsnn.MLP((features,), activation=_leaky_relu, dropout_rate=dropout_rate,
                   dropout_position='output', name=name)
 
