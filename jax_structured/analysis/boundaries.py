@@ -294,7 +294,7 @@ def show_boundaries(workdir: str, split: str = 'test', *, num_documents: int = 5
                         f'{encoder_name!r}: show_boundaries reads \'luo_zhu.document_classifier\' workdirs '
                         f'with encoder {" or ".join(map(repr, ENCODERS))} (HAN has no boundary detector)')
   data_split = training.load_split(config, trained.vocab, split)
-  batch_size = int(config.train.get('eval_batch_size', 0) or config.data.batch_size)
+  batch_size = int(config.train.eval_batch_size or config.data.batch_size)
   records = collect_documents(trained.model, trained.variables, data_split, trained.vocab,
                               trained.label_names, batch_size=batch_size, layer=layer,
                               where=f'the model of {workdir}')
