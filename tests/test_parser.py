@@ -724,3 +724,19 @@ def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   for words, upos, heads, rels in parsed:
     assert brute_force._is_tree(heads) and heads.count(-1) == 1  # pylint: disable=protected-access
     assert set(rels) <= relation_names and all(t not in ('<pad>', '<unk>', '_') for t in upos)
+
+
+def test_biaffine_mlp_drops_its_output_after_the_leaky_relu():
+  """D&M's MLP (`nn.MLP`, dropout_position='output'): every output is 0 or the activation / keep."""
+  mlp = parser.biaffine_mlp(16, 0.5, 'mlp')
+  x = np.random.default_rng(0).normal(size=(3, 5)).astype(np.float32)
+  variables = mlp.init(jax.random.PRNGKey(0), x)
+  dense = variables['params']['dense_0']
+  pre = x @ np.asarray(dense['kernel']) + np.asarray(dense['bias'])
+  act = np.where(pre > 0, pre, 0.1 * pre)
+  np.testing.assert_allclose(mlp.apply(variables, x), act, rtol=1e-5, atol=1e-6)
+  dropped = np.asarray(mlp.apply(variables, x, deterministic=False,
+                                 rngs={'dropout': jax.random.PRNGKey(1)}))
+  kept = dropped != 0
+  assert 0 < kept.mean() < 1
+  np.testing.assert_allclose(dropped[kept], 2 * act[kept], rtol=1e-5, atol=1e-6)
