@@ -46,39 +46,26 @@ def get_config() -> ml_collections.ConfigDict:
 
   config.data = synthetic.default_config()
   # Short sentences of one animal: 2 verbs, 2 nouns, 1-3 modifiers (5-7 words), 3 colours, 4 animals.
-  config.data.max_pairs = 1
-  config.data.max_modifiers = 3
-  config.data.min_length = 5
-  config.data.max_length = 7
-  config.data.num_colours = 3
-  config.data.num_keys = 4
-  config.data.num_train = 20000
-  config.data.num_dev = 500
-  config.data.num_test = 500
-  config.data.batch_size = 32
+  config.data.update({'max_pairs': 1, 'max_modifiers': 3, 'min_length': 5, 'max_length': 7,
+                      'num_colours': 3, 'num_keys': 4, 'num_train': 20000, 'num_dev': 500,
+                      'num_test': 500, 'batch_size': 32})
 
-  config.model = ml_collections.ConfigDict()
-  config.model.name = 'classifier.sentence'
-  config.model.encoder = ml_collections.ConfigDict({
-      'name': 'context_free', 'hidden_size': 16, 'semantic_size': 8, 'attention': 'structured',
-      'position': 'distance', 'distance_slope': 1.0, 'single_root': True})
-  config.model.embedding_dim = 32
-  config.model.pooling = 'max'  # the label is an existential over words
-  config.model.mlp_hidden = 32
-  config.model.dropout_rate = 0.0
+  config.model = ml_collections.ConfigDict({
+      'name': 'classifier.sentence',
+      'encoder': {'name': 'context_free', 'hidden_size': 16, 'semantic_size': 8,
+                  'attention': 'structured', 'position': 'distance', 'distance_slope': 1.0,
+                  'single_root': True},
+      'embedding_dim': 32,
+      'pooling': 'max',  # the label is an existential over words
+      'mlp_hidden': 32, 'dropout_rate': 0.0})
 
   config.optimizer = training_config.optimizer_defaults()
-  config.optimizer.name = 'adam'
-  config.optimizer.learning_rate = 3e-3
-  config.optimizer.clip_norm = 5.0
+  config.optimizer.update({'name': 'adam', 'learning_rate': 3e-3, 'clip_norm': 5.0})
 
   config.train = training_config.train_defaults()
-  config.train.num_epochs = 0
-  config.train.num_steps = 2000
-  config.train.eval_every_steps = 500
-  config.train.log_every_steps = 100
-  config.train.render_trees = 5
-  config.train.comparison_metrics = ('accuracy', 'uas')
+  config.train.update({'num_epochs': 0, 'num_steps': 2000, 'eval_every_steps': 500,
+                       'log_every_steps': 100, 'render_trees': 5,
+                       'comparison_metrics': ('accuracy', 'uas')})
 
   config.variants = ml_collections.ConfigDict({
       'none': {'model': {'encoder': {'attention': 'none'}}},

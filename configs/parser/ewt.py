@@ -23,9 +23,8 @@ import os
 
 import ml_collections
 
-from jax_structured.data import loaders
+from configs import common
 from jax_structured.data import text
-from jax_structured import config as config_lib
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # ../shared/data resolved from the repository root (never copied into the repo).
@@ -38,72 +37,36 @@ EWT_NUM_RELATIONS = 53
 
 def get_config(options: str = '') -> ml_collections.ConfigDict:
   """The EWT parser config; options (comma-separated) as in the module docstring."""
-  chosen = [o.strip() for o in options.split(',') if o.strip()]
-  unknown = sorted(set(chosen) - {'tiny', 'chars'})
-  if unknown:
-    raise ValueError(f'configs/parser/ewt.py: unknown option(s) {unknown}; known: "tiny", "chars"')
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'parse'
-  config.parallel = 'shard_map'
-  config.distributed = False
-
-  config.data = loaders.default_config('universal_dependencies')
-  config.data.manual_dir = EWT_DIR
-  config.data.config = 'en_ewt'
-  config.data.min_count = 2  # D&M: trained embeddings for words seen at least twice
-  config.data.lowercase = False
-  config.data.batch_size = 32
-  config.data.embedding_dim = 100
-
-  config.model = ml_collections.ConfigDict()
-  config.model.name = 'parser.biaffine'
-  config.model.loss = 'crf'  # 'crf' (tree CRF, per-token average) | 'local' (head selection)
-  config.model.single_root = True
-  config.model.num_tags = EWT_NUM_TAGS
-  config.model.num_relations = EWT_NUM_RELATIONS  # 0 = the data's number of label names
-  config.model.embedding_dim = 100
-  config.model.tag_embedding_dim = 100
-  config.model.tag_input = 'predicted'  # 'predicted' | 'gold' | 'none'
-  config.model.tag_loss_weight = 1.0
-  config.model.char_embedding_dim = 0  # > 0: byte CNN (needs data.max_chars > 0; the 'chars' option)
-  config.model.char_features = 100
-  config.model.num_chars = text.NUM_CHAR_IDS  # the byte ids of data.text.char_ids
-  config.model.hidden_size = 400
-  config.model.num_layers = 3
-  config.model.tagger_hidden_size = 200
-  config.model.arc_mlp_size = 500
-  config.model.label_mlp_size = 100
-  config.model.dropout_rate = 0.33
-
-  config.optimizer = config_lib.optimizer_defaults()
-  config.optimizer.name = 'adam'
-  config.optimizer.learning_rate = 2e-3
-  config.optimizer.b1 = 0.9
-  config.optimizer.b2 = 0.9
-  config.optimizer.eps = 1e-12
-  config.optimizer.clip_norm = 5.0
-  config.optimizer.schedule = 'exponential'
-  config.optimizer.decay_rate = 0.75
-  config.optimizer.decay_steps = 5000
-  config.optimizer.embedding_pattern = '(?i)word_embed'
-
-  config.train = config_lib.train_defaults()
-  config.train.num_epochs = 30
-  config.train.eval_every_steps = 0  # every epoch
-  config.train.early_stopping_patience = 5
-  config.train.log_every_steps = 100
-
-  # Nested overrides (ConfigDict keys cannot contain dots): --config.variants.local.model.loss=...
-  config.variants = ml_collections.ConfigDict({
-      'crf': {'model': {'loss': 'crf'}},
-      'local': {'model': {'loss': 'local'}},
-  })
-  if 'chars' in chosen:
+  opts = common.parse_options(options, 'configs/parser/ewt.py', flags=('chars',))
+  config = common.experiment(
+      'parse', 'universal_dependencies',
+      # D&M: trained embeddings for words seen at least twice
+      data={'manual_dir': EWT_DIR, 'config': 'en_ewt', 'min_count': 2, 'lowercase': False,
+            'batch_size': 32, 'embedding_dim': 100},
+      model={'name': 'parser.biaffine',
+             'loss': 'crf',  # 'crf' (tree CRF, per-token average) | 'local' (head selection)
+             'single_root': True, 'num_tags': EWT_NUM_TAGS,
+             'num_relations': EWT_NUM_RELATIONS,  # 0 = the data's number of label names
+             'embedding_dim': 100, 'tag_embedding_dim': 100,
+             'tag_input': 'predicted',  # 'predicted' | 'gold' | 'none'
+             'tag_loss_weight': 1.0,
+             'char_embedding_dim': 0,  # > 0: byte CNN (needs data.max_chars > 0; the 'chars' option)
+             'char_features': 100,
+             'num_chars': text.NUM_CHAR_IDS,  # the byte ids of data.text.char_ids
+             'hidden_size': 400, 'num_layers': 3, 'tagger_hidden_size': 200, 'arc_mlp_size': 500,
+             'label_mlp_size': 100, 'dropout_rate': 0.33},
+      optimizer={'name': 'adam', 'learning_rate': 2e-3, 'b1': 0.9, 'b2': 0.9, 'eps': 1e-12,
+                 'clip_norm': 5.0, 'schedule': 'exponential', 'decay_rate': 0.75, 'decay_steps': 5000,
+                 'embedding_pattern': '(?i)word_embed'},
+      train={'num_epochs': 30, 'eval_every_steps': 0,  # every epoch
+             'early_stopping_patience': 5, 'log_every_steps': 100})
+  common.add_variants(config, {'crf': {'model': {'loss': 'crf'}}, 'local': {'model': {'loss': 'local'}}},
+                      None)
+  if opts.chars:
     config.data.max_chars = 20
     config.model.char_embedding_dim = 50
     config.model.char_features = 100
-  return tiny(config) if 'tiny' in chosen else config
+  return tiny(config) if opts.tiny else config
 
 
 def tiny(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
@@ -113,24 +76,13 @@ def tiny(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
   `num_tags` / `num_relations` are unchanged.
   """
   config.parallel = 'none'
-  config.data.max_length = 30
-  config.data.batch_size = 16
-  config.data.bucket_boundaries = (8, 16, 32, 64, 128, 256)
-  config.model.embedding_dim = 32
-  config.model.tag_embedding_dim = 16
-  config.model.hidden_size = 32
-  config.model.num_layers = 1
-  config.model.tagger_hidden_size = 16
-  config.model.arc_mlp_size = 32
-  config.model.label_mlp_size = 16
+  config.data.update({'max_length': 30, 'batch_size': 16, 'bucket_boundaries': (8, 16, 32, 64, 128, 256)})
+  config.model.update({'embedding_dim': 32, 'tag_embedding_dim': 16, 'hidden_size': 32, 'num_layers': 1,
+                       'tagger_hidden_size': 16, 'arc_mlp_size': 32, 'label_mlp_size': 16,
+                       'dropout_rate': 0.2})
   if config.model.char_embedding_dim:
-    config.model.char_embedding_dim = 8
-    config.model.char_features = 16
-  config.model.dropout_rate = 0.2
+    config.model.update({'char_embedding_dim': 8, 'char_features': 16})
   config.optimizer.schedule = 'constant'
-  config.train.num_epochs = 0
-  config.train.num_steps = 300
-  config.train.eval_every_steps = 100
-  config.train.early_stopping_patience = 0
-  config.train.log_every_steps = 50
+  config.train.update({'num_epochs': 0, 'num_steps': 300, 'eval_every_steps': 100,
+                       'early_stopping_patience': 0, 'log_every_steps': 50})
   return config
