@@ -36,8 +36,9 @@ def test_every_row_builds_with_the_papers_settings():
     assert child.model.encoder.name == module.ROWS[name][0]['name']
   assert module.get_config('dcnn').variants.to_dict() == {}
   assert not config.data.train_phrases and module.get_config('dcnn,phrases').data.train_phrases
-  for bad, message in (('trek', "unknown option 'trek'"), ('dcnn,lstm', 'at most one row'),
-                       ('embeddings=', 'needs a registered name')):
+  for bad, message in (('trek', "unknown or repeated option 'trek'"),
+                       ('dcnn,lstm', "unknown or repeated option 'lstm'"),
+                       ('embeddings=', "unknown or repeated option 'embeddings='.*embeddings=VALUE")):
     with pytest.raises(ValueError, match=message):
       module.get_config(bad)
 

@@ -644,7 +644,7 @@ def test_configs_build_with_the_training_schemas():
           full.model.hidden_size, full.model.arc_mlp_size, full.model.label_mlp_size,
           full.model.dropout_rate) == (100, 100, 3, 400, 500, 100, 0.33)
   assert (full.optimizer.learning_rate, full.optimizer.b2) == (2e-3, 0.9)
-  with pytest.raises(ValueError, match='unknown option'):
+  with pytest.raises(ValueError, match="configs/parser/ewt.py: unknown or repeated option 'huge'"):
     _load_config('ewt.py', 'huge')
   for options in ('chars', 'tiny,chars'):
     chars = _load_config('ewt.py', options)
