@@ -118,7 +118,7 @@ def test_sst_malformed_line_names_file_and_line(tmp_path):
   manual = tmp_path / 'manual'
   manual.mkdir()
   (manual / 'train.txt').write_text('(3 (2 fine) (3 tree))\n(2 (2 broken)\n(1 ok)\n(x bad)\n')
-  with pytest.raises(ValueError, match=r'train\.txt:2: unbalanced.*; 2 lines are malformed \(lines 2, 4\)$'):
+  with pytest.raises(ValueError, match=r'train\.txt:2: unbalanced.*; 2 lines are malformed \(lines 2, 4\);'):
     builders.load_examples('sst', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
   # The failed build leaves nothing half-written behind: fixing the file is enough.
   (manual / 'train.txt').write_text('(3 (2 fine) (3 tree))\n(2 (2 mended))\n')
@@ -331,7 +331,7 @@ def test_quora_line_breaking_the_detected_layout(tmp_path):
   manual.mkdir()
   (manual / 'test.tsv').write_text('1\ta\tb\t1\n0\tc\td\t2\nx\ty\t1\n1\tok\tok\t3\n\n')
   with pytest.raises(ValueError, match=r'test\.tsv:3: expected 4 tab-separated fields .*layout bimpm\); '
-                     r'2 lines are malformed \(lines 3, 5\)$'):
+                     r'2 lines are malformed \(lines 3, 5\); to leave bad lines out'):
     builders.load_examples('quora_qqp', 'test', manual_dir=manual, data_dir=tmp_path / 'tfds')
   (manual / 'test.tsv').write_text('only one field\n')
   with pytest.raises(ValueError, match=r'test\.tsv:1: neither'):
@@ -665,10 +665,11 @@ def test_malformed_lines_are_counted_with_the_first_few(tmp_path):
   manual.mkdir()
   (manual / 'train.tsv').write_text('a\tone\nno tab\nb\ttwo\nnone here\n\t x\n')
   with pytest.raises(builders.FormatError, match=r'train\.tsv:2: expected "label<TAB>text", found no '
-                     r'tab; 3 lines are malformed \(lines 2, 4, 5\)$'):
+                     r'tab; 3 lines are malformed \(lines 2, 4, 5\); .*on_bad_lines=skip$'):
     builders.load_examples('text_classification', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')
   assert not (tmp_path / 'tfds' / 'text_classification').exists()
   # One bad line: the message is as before, without a count.
   (manual / 'train.tsv').write_text('a\tone\nno tab\n')
-  with pytest.raises(builders.FormatError, match=r'train\.tsv:2: expected "label<TAB>text", found no tab$'):
+  with pytest.raises(builders.FormatError, match=r'train\.tsv:2: expected "label<TAB>text", found no tab; to leave bad lines out and count them, set '
+                     r'--config\.data\.on_bad_lines=skip$'):
     builders.load_examples('text_classification', 'train', manual_dir=manual, data_dir=tmp_path / 'tfds')

@@ -12,6 +12,15 @@ Everything here is deterministic, rule based and offline (no downloaded models):
 * `filter_by_length`: drops too long / empty examples and counts what was dropped.
 * `char_ids`: byte-level character ids of words (the parser's character CNN).
 * `is_punctuation`: whether a token is a punctuation mark (Luo & Zhu's static boundary, eq. 2).
+* `remove_invisible` / `printable`: what the tokenisers do with control and format characters, and
+  how a word from the data is shown on the console.
+
+Control and invisible characters (one decision, applied by `tokenize`, `whitespace_tokenize` and
+`clean_str` alike): a control character (Unicode category Cc: NUL `\\x00`, bell `\\x07`, backspace
+`\\x08`, escape, DEL, C1 controls; also tab and newline) separates words like a space and is never a
+token or part of one; a format character (category Cf: zero-width space U+200B, zero-width
+(non-)joiners U+200C/U+200D, soft hyphen U+00AD, byte-order mark U+FEFF, bidi marks) is invisible and
+removed, so "foo\\u200bbar" is the one word "foobar", as it reads on screen.
 """
 from __future__ import annotations
 
@@ -52,6 +61,9 @@ def clean_str(text: str, *, lowercase: bool = True) -> str:
 
   Kim lower-cases every dataset except TREC (`clean_str(s, TREC=True)` keeps the case). One deliberate
   difference: Kim's regex replacement writes brackets as the two characters `\\(`; we write `(`.
+  Control and format characters go as in `tokenize` (a control character separates words, a format
+  character is removed) before Kim's rules, which turn every other character outside the kept set
+  into a space.
 
   Args:
     text: raw text.
@@ -60,6 +72,7 @@ def clean_str(text: str, *, lowercase: bool = True) -> str:
   Returns:
     The cleaned text, tokens separated by single spaces.
   """
+  text = remove_invisible(text)
   for pattern, repl in _KIM_RULES:
     text = pattern.sub(repl, text)
   text = _SPACES.sub(' ', text).strip()
@@ -73,8 +86,56 @@ def clean_str_sst(text: str) -> str:
 
 
 def whitespace_tokenize(text: str, *, lowercase: bool = False) -> list[str]:
-  """Splits already tokenised text on whitespace (PTB LM data is used as is)."""
+  """Splits already tokenised text on whitespace (PTB LM data is used as is).
+
+  Control characters split like whitespace and format characters are removed (`remove_invisible`),
+  as in `tokenize`.
+  """
+  text = remove_invisible(text)
   return (text.lower() if lowercase else text).split()
+
+
+# Ranges of Unicode category Cf (format characters, invisible), as of Python's unicodedata.
+_FORMAT_RANGES = ((0xad, 0xad), (0x600, 0x605), (0x61c, 0x61c), (0x6dd, 0x6dd), (0x70f, 0x70f),
+                  (0x890, 0x891), (0x8e2, 0x8e2), (0x180e, 0x180e), (0x200b, 0x200f),
+                  (0x202a, 0x202e), (0x2060, 0x2064), (0x2066, 0x206f), (0xfeff, 0xfeff),
+                  (0xfff9, 0xfffb), (0x110bd, 0x110bd), (0x110cd, 0x110cd), (0x13430, 0x13438),
+                  (0x1bca0, 0x1bca3), (0x1d173, 0x1d17a), (0xe0001, 0xe0001), (0xe0020, 0xe007f))
+_CONTROL_RE = re.compile('[\x00-\x1f\x7f-\x9f]')  # category Cc
+_FORMAT_RE = re.compile('[' + ''.join(f'{chr(a)}-{chr(b)}' if a != b else chr(a)
+                                      for a, b in _FORMAT_RANGES) + ']')
+
+
+def remove_invisible(text: str) -> str:
+  """`text` with every control character (Unicode Cc: `\\x00`-`\\x1f`, `\\x7f`-`\\x9f`, tab
+  and newline included) made a space and every format character (Cf: zero-width space and joiners,
+  soft hyphen, byte-order mark, bidi marks) removed.
+
+  `"a\\x08b"` -> `"a b"`, `"a\\tb"` -> `"a b"`, `"foo\\u200bbar"` -> `"foobar"`. Printable text is
+  returned unchanged (the same object).
+  """
+  if _CONTROL_RE.search(text):
+    text = _CONTROL_RE.sub(' ', text)
+  if not text.isascii() and _FORMAT_RE.search(text):
+    text = _FORMAT_RE.sub('', text)
+  return text
+
+
+_ESCAPES = {'\t': '\\t', '\n': '\\n', '\r': '\\r'}
+
+
+def printable(word: str) -> str:
+  """`word` as the console and pictures show it: every character that does not print (control and
+  format characters, and spaces other than ' ') written as a Python escape (`\\x08`, `\\u200b`,
+  `\\t`), the rest unchanged; a word that prints is returned as it is."""
+  if word.isprintable():
+    return word
+  return ''.join(ch if ch.isprintable() or ch == ' ' else _ESCAPES.get(ch) or _escape(ch) for ch in word)
+
+
+def _escape(ch: str) -> str:
+  code = ord(ch)
+  return f'\\x{code:02x}' if code < 0x100 else f'\\u{code:04x}' if code < 0x10000 else f'\\U{code:08x}'
 
 
 # PTB-style escapes found in SST / SNLI parses (brackets matched in any case: SST lower-cases them).
@@ -120,6 +181,12 @@ def tokenize(text: str, *, lowercase: bool = False) -> list[str]:
   keeps numbers with separators ("3.14", "1,000"), dotted acronyms ("e.g.", "U.S."), hyphenated and
   dotted compounds ("state-of-the-art", "node.js"), URLs and e-mail addresses as one token.
 
+  Control and format characters (`remove_invisible`): no token holds one. A control character
+  (`\\x00`, bell `\\x07`, backspace `\\x08`, tab `\\t`, newline, DEL, ...) separates words like a
+  space (`"a\\x08b"` -> `['a', 'b']`); a format character (zero-width space `\\u200b`, joiners,
+  soft hyphen, byte-order mark) is removed (`"foo\\u200bbar"` -> `['foobar']`); a text of nothing
+  else has no tokens (`[]`, dropped as empty by the loaders).
+
   Args:
     text: raw text (str).
     lowercase: lower-case the tokens.
@@ -127,6 +194,7 @@ def tokenize(text: str, *, lowercase: bool = False) -> list[str]:
   Returns:
     The list of tokens.
   """
+  text = remove_invisible(text)
   if lowercase:
     text = text.lower()
   return _TOKEN_RE.findall(text)

@@ -3,10 +3,11 @@
 Each dataset is a `tfds.core.GeneratorBasedBuilder` over manually downloaded files (`manual_dir`),
 written as ArrayRecord and read back with `tfds.data_source`. The data pipeline uses:
 
-  load_examples(name, split, *, manual_dir, data_dir, config=None, encoding=None) -> list[dict]
+  load_examples(name, split, *, manual_dir, data_dir, config=None, encoding=None,
+                on_bad_lines='error') -> list[dict]
   available_splits(name, *, manual_dir, config=None) -> list[str]
-  report(name, *, manual_dir, data_dir, config=None, encoding=None) -> dict
-      (sizes, dropped counts, build time)
+  report(name, *, manual_dir, data_dir, config=None, encoding=None, on_bad_lines='error') -> dict
+      (sizes, dropped counts, the first skipped bad lines, build time)
 
 Split names are `train`, `validation`, `test` (`dev` is accepted as an alias of `validation`).
 Returned examples are plain Python: `str` for text, `int` for integers, lists for sequences.
@@ -112,7 +113,8 @@ def _encoding(cls: type[_base.ManualBuilder], encoding: str | None) -> str | Non
 
 
 def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | os.PathLike,
-            config: str | None = None, encoding: str | None = None) -> _base.ManualBuilder:
+            config: str | None = None, encoding: str | None = None,
+            on_bad_lines: str = 'error') -> _base.ManualBuilder:
   """Returns the builder of `name`, prepared in `data_dir` (built now if absent or stale).
 
   Args:
@@ -123,6 +125,8 @@ def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | 
       `universal_dependencies`: a treebank such as `en_ewt`; `text_classification`: a name).
     encoding: text encoding of the files without a byte-order mark (None = UTF-8); only builders
       with `ENCODING_OPTION` (text_classification, document_classification) take another.
+    on_bad_lines: 'error' (a malformed or undecodable line stops the build) or 'skip' (left out and
+      counted per reason; see `_base`).
 
   Returns:
     The prepared `tfds.core.GeneratorBasedBuilder`.
@@ -132,25 +136,27 @@ def builder(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | 
   """
   cls = _builder_cls(name)
   encoding = _encoding(cls, encoding)
+  if on_bad_lines not in ('error', 'skip'):
+    raise ValueError(f"{name}: on_bad_lines={on_bad_lines!r} must be 'error' or 'skip'")
   if manual_dir is None:
     if cls.DYNAMIC_CONFIGS and config is None:
       raise ValueError(f'{name}: without manual_dir the config must be given')
     config = _config(cls, config, None) if not cls.DYNAMIC_CONFIGS else config
-    b = _instantiate(cls, config, data_dir, encoding)
+    b = _instantiate(cls, config, data_dir, encoding, on_bad_lines)
     if not b.is_prepared():
       raise FileNotFoundError(f'{name}: no prepared dataset in {b.data_dir} and manual_dir=None')
     return b
   manual_dir = pathlib.Path(manual_dir)
   config = _config(cls, config, manual_dir)
   files = cls.source_files(manual_dir, config)  # FileNotFoundError naming the expected paths
-  fingerprint = _base.fingerprint(files, encoding)
-  b = _instantiate(cls, config, data_dir, encoding)
+  fingerprint = _base.fingerprint(files, encoding, on_bad_lines)
+  b = _instantiate(cls, config, data_dir, encoding, on_bad_lines)
   if _is_current(b, fingerprint):
     return b
   with _build_lock(data_dir, name, config):
     # Another process (a second launch, a variant started beside this one) may have built it while
     # this one waited for the lock: look again before building.
-    b = _instantiate(cls, config, data_dir, encoding)
+    b = _instantiate(cls, config, data_dir, encoding, on_bad_lines)
     if _is_current(b, fingerprint):
       return b
     mode = (tfds.download.GenerateMode.FORCE_REDOWNLOAD if b.is_prepared()
@@ -234,12 +240,13 @@ def _removed_on_failure(data_dir, name, config):
     raise
 
 
-def _instantiate(cls, config, data_dir, encoding=None):
+def _instantiate(cls, config, data_dir, encoding=None, on_bad_lines='error'):
   kwargs = dict(data_dir=os.fspath(data_dir), file_format='array_record')
   if config is not None:
     kwargs['config'] = (tfds.core.BuilderConfig(name=config) if cls.DYNAMIC_CONFIGS else config)
   b = cls(**kwargs)
   b.encoding = encoding
+  b.on_bad_lines = on_bad_lines
   return b
 
 
@@ -255,7 +262,7 @@ def _split_name(split: str) -> str:
 
 def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None,
                   data_dir: str | os.PathLike, config: str | None = None,
-                  encoding: str | None = None) -> list[dict[str, Any]]:
+                  encoding: str | None = None, on_bad_lines: str = 'error') -> list[dict[str, Any]]:
   """Builds `name` once into `data_dir` if needed, then reads `split` with `tfds.data_source`.
 
   Args:
@@ -265,6 +272,7 @@ def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None
     data_dir: TFDS data directory.
     config: builder config, see `builder`.
     encoding: text encoding of the files, see `builder`.
+    on_bad_lines: 'error' or 'skip', see `builder`.
 
   Returns:
     The examples in file order, as dicts of Python values (text decoded to `str`).
@@ -274,7 +282,8 @@ def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None
     FormatError: a malformed line (names file and line).
     KeyError: `split` is not offered (its file is absent).
   """
-  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config, encoding=encoding)
+  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config, encoding=encoding,
+              on_bad_lines=on_bad_lines)
   split = _split_name(split)
   if split not in b.info.splits:
     raise KeyError(f'{name}: split {split!r} not available (its file is absent); available: '
@@ -286,20 +295,24 @@ def load_examples(name: str, split: str, *, manual_dir: str | os.PathLike | None
 
 
 def report(name: str, *, manual_dir: str | os.PathLike | None, data_dir: str | os.PathLike,
-           config: str | None = None, encoding: str | None = None) -> dict[str, Any]:
+           config: str | None = None, encoding: str | None = None,
+           on_bad_lines: str = 'error') -> dict[str, Any]:
   """Sizes and dropped-record counts of a (built) dataset, for the pipeline's data report.
 
   Returns:
     `{'name', 'config', 'num_examples': {split: n}, 'dropped': {split: {reason: n}},
+      'bad_lines': {split: ['file:line: message' of the first skipped bad lines]},
       'source_files': {split: [file names]}, 'build_seconds': float | None, 'data_dir': str}`.
   """
-  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config, encoding=encoding)
+  b = builder(name, manual_dir=manual_dir, data_dir=data_dir, config=config, encoding=encoding,
+              on_bad_lines=on_bad_lines)
   meta = b.info.metadata
   return {
       'name': name,
       'config': b.builder_config.name if b.builder_config else None,
       'num_examples': {s: b.info.splits[s].num_examples for s in _base.SPLITS if s in b.info.splits},
       'dropped': dict(meta.get('dropped', {})),
+      'bad_lines': dict(meta.get('bad_lines', {})),
       'source_files': dict(meta.get('source_files', {})),
       'build_seconds': meta.get('build_seconds'),
       'data_dir': os.fspath(b.data_dir),

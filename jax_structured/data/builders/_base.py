@@ -11,6 +11,11 @@ Conventions shared by all builders:
 - Lines the paper's protocol drops (SNLI '-' gold label, SST neutral roots in the binary task, ...)
   are dropped *and counted*: the counts land in `info.metadata['dropped'][split][reason]`, saved
   with the dataset.
+- `on_bad_lines='skip'` (`builders.builder(on_bad_lines=...)`, `config.data.on_bad_lines`): the
+  builders that read through `ManualBuilder.parse_lines` leave malformed and undecodable lines out
+  instead, counted per reason (`BadLine.reason`: 'empty_text', 'no_label', ...; 'undecodable';
+  'malformed' for any other) in the same `dropped` counts, the first few named in
+  `info.metadata['bad_lines'][split]` ('file:line: message').
 - Examples keep the file order (`disable_shuffling=True`), keyed by their running index.
 """
 from __future__ import annotations
@@ -60,6 +65,31 @@ class FormatError(errors.UserError, ValueError):
     super().__init__(f'{location}: {message}')
     self.path = str(path)
     self.lineno = lineno
+    self.message = message
+
+
+class BadLine(ValueError):
+  """A malformed line (raised by a line parser, without location); `reason` is the short name its
+  count is kept under when bad lines are skipped ('empty_text', 'no_label', ...)."""
+
+  def __init__(self, reason: str, message: str):
+    super().__init__(message)
+    self.reason = reason
+
+
+class Dropped(collections.Counter):
+  """The records a builder dropped from one split, per reason; with `skip` (`on_bad_lines='skip'`)
+  also the bad lines `parse_lines` left out, the first `FIRST_BAD_LINES` named in `first`."""
+
+  def __init__(self, skip: bool = False):
+    super().__init__()
+    self.skip = skip
+    self.first: list[str] = []
+
+  def add_bad_line(self, path: PathLike, lineno: int, reason: str, message: str) -> None:
+    self[reason] += 1
+    if len(self.first) < FIRST_BAD_LINES:
+      self.first.append(f'{pathlib.Path(path).name}:{lineno}: {message}')
 
 
 # Byte-order marks, longest first (the UTF-32 LE mark starts with the UTF-16 LE one).
@@ -95,8 +125,8 @@ def _bad_lines_summary(count: int, first: Sequence[int], what: str) -> str:
   return f'; {count} lines {what} (lines {", ".join(map(str, first))}{more})'
 
 
-def read_lines(path: PathLike, encoding: str = 'utf-8', *,
-               encoding_hint: str = '') -> Iterator[tuple[int, str]]:
+def read_lines(path: PathLike, encoding: str = 'utf-8', *, encoding_hint: str = '',
+               skipped: Dropped | None = None) -> Iterator[tuple[int, str]]:
   """Yields `(line_number, line)` (1-based, line terminator `\\n` / `\\r\\n` removed).
 
   `.gz` files are decompressed on the fly. A byte-order mark (UTF-8, UTF-16, UTF-32) is removed and
@@ -109,6 +139,8 @@ def read_lines(path: PathLike, encoding: str = 'utf-8', *,
     encoding: its text encoding when it has no byte-order mark (TREC is ISO-8859-1, everything
       else UTF-8 unless the user says otherwise).
     encoding_hint: appended to a decoding error's message (e.g. how to set another encoding).
+    skipped: where undecodable lines are counted ('undecodable') and left out instead of raising
+      (`on_bad_lines='skip'`); None raises.
 
   Yields:
     `(lineno, text)` pairs, in file order.
@@ -128,6 +160,10 @@ def read_lines(path: PathLike, encoding: str = 'utf-8', *,
       try:
         line = raw.decode(encoding)
       except UnicodeDecodeError as e:
+        if skipped is not None:
+          skipped.add_bad_line(path, lineno, 'undecodable', f'not valid {encoding} text ({e.reason} at '
+                               f'byte {e.start})')
+          continue
         first, count = [lineno], 1
         for later, rest in enumerate(f, start=lineno + 1):
           try:
@@ -156,7 +192,7 @@ def _read_wide_lines(path, f, encoding, encoding_hint) -> Iterator[tuple[int, st
 
 
 def parse_lines(path: PathLike, parse: Callable[[str], Any], encoding: str = 'utf-8', *,
-                encoding_hint: str = '') -> Iterator[tuple[int, Any]]:
+                encoding_hint: str = '', skipped: Dropped | None = None) -> Iterator[tuple[int, Any]]:
   """Applies the pure line parser `parse` to every line, locating its ValueErrors.
 
   Args:
@@ -164,27 +200,37 @@ def parse_lines(path: PathLike, parse: Callable[[str], Any], encoding: str = 'ut
     parse: `line -> value`; raises ValueError (without location) on a malformed line.
     encoding: text encoding of the file (see `read_lines`).
     encoding_hint: see `read_lines`.
+    skipped: where malformed lines (reason: `BadLine.reason`, else 'malformed') and undecodable ones
+      are counted and left out instead of raising (`on_bad_lines='skip'`); None raises.
 
   Yields:
     `(lineno, parse(line))`. The first ValueError of `parse` becomes `FormatError('path:lineno:
     ...')`, raised once the rest of the file was parsed too: its message also counts the malformed
     lines and lists the first few.
   """
-  lines = read_lines(path, encoding, encoding_hint=encoding_hint)
+  lines = read_lines(path, encoding, encoding_hint=encoding_hint, skipped=skipped)
   for lineno, line in lines:
     try:
       value = parse(line)
     except FormatError:
       raise
     except ValueError as e:
+      if skipped is not None:
+        skipped.add_bad_line(path, lineno, getattr(e, 'reason', 'malformed'), str(e))
+        continue
       first, count = [lineno], 1
-      for later, rest in lines:
-        try:
-          parse(rest)
-        except ValueError:
-          count += 1
-          if len(first) < FIRST_BAD_LINES:
-            first.append(later)
+      try:
+        for later, rest in lines:
+          try:
+            parse(rest)
+          except ValueError:
+            count += 1
+            if len(first) < FIRST_BAD_LINES:
+              first.append(later)
+      except FormatError as undecodable:  # a later undecodable line ends the count, not this error
+        count += 1
+        if len(first) < FIRST_BAD_LINES:
+          first.append(undecodable.lineno)
       raise FormatError(path, lineno, str(e) + _bad_lines_summary(count, first, 'are malformed')
                         ) from None
     yield lineno, value
@@ -256,15 +302,19 @@ def missing_files_error(name: str, manual_dir: PathLike, expected: Iterable[str]
       + '\n  '.join(expected) + f'\nHow to get the files:\n{instructions.strip()}')
 
 
-def fingerprint(files: Mapping[str, Sequence[PathLike]], encoding: str | None = None) -> str:
+def fingerprint(files: Mapping[str, Sequence[PathLike]], encoding: str | None = None,
+                on_bad_lines: str = 'error') -> str:
   """A content hash (BLAKE2b) of the source files of every split, to detect changed inputs.
 
   `encoding` (a user's choice of text encoding, None = the builder's own) is hashed too: the same
-  bytes read in another encoding are another data set.
+  bytes read in another encoding are another data set; so is `on_bad_lines='skip'` (a data set
+  built skipping bad lines is rebuilt, and stops at the first one, when they are errors again).
   """
   h = hashlib.blake2b(digest_size=16)
   if encoding is not None:
     h.update(f'encoding\0{encoding}\0'.encode())
+  if on_bad_lines != 'error':
+    h.update(f'on_bad_lines\0{on_bad_lines}\0'.encode())
   for split in sorted(files):
     for path in files[split]:
       h.update(f'{split}\0{pathlib.Path(path).name}\0'.encode())
@@ -300,6 +350,8 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
   ENCODING_OPTION: ClassVar[bool] = False
   # Set by `builders.builder` when the user gave an encoding (None: UTF-8, or a BOM's).
   encoding: str | None = None
+  # Set by `builders.builder`: 'error' or 'skip' (see the module docstring).
+  on_bad_lines: str = 'error'
 
   @property
   def read_encoding(self) -> str:
@@ -313,6 +365,18 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
       return ''
     return ('; if the files are in another encoding, set it with config.data.encoding (e.g. '
             '--config.data.encoding=cp1252)')
+
+  def parse_lines(self, path: PathLike, parse: Callable[[str], Any], dropped: Dropped,
+                  encoding: str | None = None) -> Iterator[tuple[int, Any]]:
+    """`parse_lines` of one source file in `encoding` (default `read_encoding`); bad lines counted
+    in `dropped` and left out when it skips them (`on_bad_lines='skip'`)."""
+    try:
+      yield from parse_lines(path, parse, encoding or self.read_encoding,
+                             encoding_hint=self.encoding_hint,
+                             skipped=dropped if getattr(dropped, 'skip', False) else None)
+    except FormatError as e:
+      raise FormatError(e.path, e.lineno, f'{e.message}; to leave bad lines out and count them, set '
+                        '--config.data.on_bad_lines=skip') from None
 
   @classmethod
   def resolve_config(cls, config: str | None, manual_dir: PathLike | None) -> str:
@@ -364,14 +428,17 @@ class ManualBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     files = self.source_files(manual_dir, config_name)
     self.info.metadata['dropped'] = {split: {} for split in files}
     self.info.metadata['source_files'] = {split: [p.name for p in paths] for split, paths in files.items()}
-    self.info.metadata['source_fingerprint'] = fingerprint(files, self.encoding)
+    self.info.metadata['source_fingerprint'] = fingerprint(files, self.encoding, self.on_bad_lines)
+    self.info.metadata['bad_lines'] = {}
     return {split: self._generate_examples(split, paths) for split, paths in files.items()}
 
   def _generate_examples(self, split: str, files: Sequence[pathlib.Path]):
-    dropped = collections.Counter()
+    dropped = Dropped(skip=self.on_bad_lines == 'skip')
     for key, example in enumerate(self._examples(split, files, dropped)):
       yield key, example
     self.info.metadata['dropped'][split] = dict(sorted(dropped.items()))
+    if dropped.first:
+      self.info.metadata['bad_lines'][split] = list(dropped.first)
 
 
 class _LocalDatasetInfo(tfds.core.DatasetInfo):

@@ -185,8 +185,8 @@ class DocumentClassification(_base.ManualBuilder, skip_registration=True):
     config = self.builder_config
     if config.layout == 'tang':
       for path in files:
-        for _, example in _base.parse_lines(path, lambda l: parse_tang_line(l, config.max_label),
-                                            self.read_encoding, encoding_hint=self.encoding_hint):
+        for _, example in self.parse_lines(path, lambda l: parse_tang_line(l, config.max_label),
+                                           dropped):
           yield example
     elif config.layout == 'zhang_csv':
       for path in files:

@@ -94,5 +94,5 @@ class QuoraQqp(_base.ManualBuilder, skip_registration=True):
         except ValueError as e:
           raise ValueError(f'{e} (layout {layout or "undetected"})') from None
 
-      for _, example in _base.parse_lines(path, parse):
+      for _, example in self.parse_lines(path, parse, dropped):
         yield example

@@ -79,7 +79,7 @@ class Snli(_base.ManualBuilder, skip_registration=True):
   def _examples(self, split: str, files: Sequence[pathlib.Path],
                 dropped: collections.Counter) -> Iterator[dict]:
     for path in files:
-      for _, example in _base.parse_lines(path, parse_line):
+      for _, example in self.parse_lines(path, parse_line, dropped):
         if example is None:
           dropped['no_gold_label'] += 1
           continue

@@ -127,7 +127,8 @@ class Sst(_base.ManualBuilder, skip_registration=True):
                 dropped: collections.Counter) -> Iterator[dict]:
     binary = self.builder_config.name == 'binary'
     for path in files:
-      for _, ((root_label, leaves), line) in _base.parse_lines(path, lambda l: (parse_tree(l), l)):
+      for _, ((root_label, leaves), line) in self.parse_lines(path, lambda l: (parse_tree(l), l),
+                                                              dropped):
         label = root_label
         if binary:
           label = binary_label(root_label)

@@ -7,7 +7,9 @@ Each file is either
   (other keys are ignored).
 Features: `{'text': str, 'label': str}`. The config names the dataset (default: the folder's name),
 so several user datasets can share one data_dir. Blank lines (a trailing newline too many, an empty
-line between records) are skipped and counted (`dropped['blank_line']`). The files are UTF-8 unless
+line between records) are skipped and counted (`dropped['blank_line']`). A malformed line (reasons
+'no_tab', 'no_label', 'empty_text', 'invalid_json') or an undecodable one stops the build naming it,
+or, with `on_bad_lines='skip'`, is left out and counted under its reason. The files are UTF-8 unless
 the user gives another encoding (`config.data.encoding`); a byte-order mark (UTF-8, UTF-16) is removed
 and decides the encoding.
 """
@@ -36,11 +38,11 @@ def parse_tsv_line(line: str) -> dict[str, str]:
     raise ValueError('blank line (a line is "label<TAB>text")')
   label, tab, text = line.partition('\t')
   if not tab:
-    raise ValueError('expected "label<TAB>text", found no tab')
+    raise _base.BadLine('no_tab', 'expected "label<TAB>text", found no tab')
   if not label.strip():
-    raise ValueError('empty label')
+    raise _base.BadLine('no_label', 'empty label')
   if not text.strip():
-    raise ValueError(f'empty text for label {label!r}')
+    raise _base.BadLine('empty_text', f'empty text for label {label!r}')
   return {'text': text, 'label': label.strip()}
 
 
@@ -53,12 +55,15 @@ def parse_jsonl_line(line: str) -> dict[str, str]:
   """
   if not line.strip():
     raise ValueError('blank line (a line is one JSON object {"text": ..., "label": ...})')
-  record = _base.json_object(line)
+  try:
+    record = _base.json_object(line)
+  except ValueError as e:
+    raise _base.BadLine('invalid_json', str(e)) from None
   text, label = record.get('text'), record.get('label')
   if not isinstance(text, str) or not text.strip():
-    raise ValueError('missing, empty or non-string "text"')
+    raise _base.BadLine('empty_text', 'missing, empty or non-string "text"')
   if isinstance(label, bool) or not isinstance(label, (str, int)) or not str(label).strip():
-    raise ValueError(f'"label" must be a non-empty string or an integer, got {label!r}')
+    raise _base.BadLine('no_label', f'"label" must be a non-empty string or an integer, got {label!r}')
   return {'text': text, 'label': str(label).strip()}
 
 
@@ -101,8 +106,8 @@ class TextClassification(_base.ManualBuilder, skip_registration=True):
                 dropped: collections.Counter) -> Iterator[dict]:
     for path in files:
       parse = parse_tsv_line if path.suffix == '.tsv' else parse_jsonl_line
-      for _, example in _base.parse_lines(path, lambda line, p=parse: p(line) if line.strip() else None,
-                                          self.read_encoding, encoding_hint=self.encoding_hint):
+      for _, example in self.parse_lines(path, lambda line, p=parse: p(line) if line.strip() else None,
+                                         dropped):
         if example is None:
           dropped['blank_line'] += 1
         else:

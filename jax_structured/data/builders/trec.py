@@ -65,5 +65,5 @@ class Trec(_base.ManualBuilder, skip_registration=True):
   def _examples(self, split: str, files: Sequence[pathlib.Path],
                 dropped: collections.Counter) -> Iterator[dict]:
     for path in files:
-      for _, example in _base.parse_lines(path, parse_line, ENCODING):
+      for _, example in self.parse_lines(path, parse_line, dropped, ENCODING):
         yield example

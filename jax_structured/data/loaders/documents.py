@@ -18,10 +18,12 @@ from jax_structured.data.loaders import options
 # replaced by the one token 'p' before the vocabulary is built (Luo & Zhu sec. IV-B).
 DOCUMENT_DEFAULTS = {'config': 'yelp13', 'min_count': 6, 'max_sentences': 0, 'max_sentence_length': 0,
                      'embedding_dim': 200, 'tokenizer': 'auto', 'validation_fraction': 0.1,
-                     'encoding': 'utf-8', 'punctuation': ''}
+                     'encoding': 'utf-8', 'punctuation': '', **options.BAD_LINES_DEFAULTS}
+# A user's folder: without dev, 10% of train is dev; without dev and test, another 10% is test.
 TEXT_DEFAULTS = {'min_count': 6, 'split_sentences': False, 'max_sentences': 0,
                  'max_sentence_length': 0, 'embedding_dim': 200, 'validation_fraction': 0.1,
-                 'encoding': 'utf-8', 'punctuation': '', 'trees': ''}
+                 'test_fraction': 0.1, 'encoding': 'utf-8', 'punctuation': '', 'trees': '',
+                 **options.BAD_LINES_DEFAULTS}
 # Formats whose text is already tokenised (Tang et al. 2015: lower-cased, space separated).
 _PRETOKENISED = ('yelp13', 'yelp14', 'yelp15', 'imdb')
 PUNCTUATION_OPTIONS = ('', 'keep', 'p')
@@ -172,7 +174,10 @@ def load_text_classification(config) -> core.TaskData:
   into sentences (`text.split_sentences`) and tokenised per sentence (kind 'document', with
   `max_sentences` / `max_sentence_length` as for document_classification). Label names are sorted
   from train (numerically if all are integers); a dev/test label unseen in train is an error naming
-  the file and line. Without a dev file, `validation_fraction` of train is held out.
+  the file and line. Without a dev file, `validation_fraction` of train is held out as dev; without
+  a dev and a test file, also `test_fraction` of it as test (a line says how many of which file).
+  `on_bad_lines='skip'` leaves malformed lines (empty text, no label, no tab, invalid JSON,
+  undecodable) out, counted per reason in `TaskData.skipped` and the data summary line.
   """
   cfg = options.validate_config(config, 'text_classification')
   _check_document_keys(cfg)

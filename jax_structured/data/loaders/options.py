@@ -30,12 +30,13 @@ COMMON_DEFAULTS: dict[str, Any] = {
     'batch_size': 32,          # training batch size (read by the training loop)
     'eval_batch_size': 0,      # 0 = batch_size (read by the training loop)
     'bucket_boundaries': None,  # None = batching defaults; () = one bucket of the longest example
-    'seed': 0,                 # dev hold-out and random embedding rows
+    'seed': 0,                 # dev / test hold-out and random embedding rows
     'min_count': 1,            # keep training words seen >= min_count times (papers' "> 5" = 6)
     'max_vocab_size': 0,       # 0 = no limit (most frequent words kept, <pad>/<unk> included)
     'lowercase': True,
     'max_length': 0,           # drop training examples longer than this many tokens (0 = keep all)
     'validation_fraction': 0.0,  # hold out this much of train as dev when there is no dev split
+    'test_fraction': 0.0,      # and this much as test when there is neither dev nor test (seed: seed)
     'embeddings': '',          # '' = none, 'word2vec' = train on train+dev, else a registered name
                                # (embeddings.registered_names(), e.g. 'glove-6b-50d') or a vectors file
     'embedding_dim': 300,      # word2vec size; for files, the expected dimension (0 = any)
@@ -43,10 +44,16 @@ COMMON_DEFAULTS: dict[str, Any] = {
     'word2vec_epochs': 5,
 }
 
-# Per loader: its extra keys and the defaults that differ from COMMON_DEFAULTS.
 # Per loader: its extra keys and the defaults that differ from COMMON_DEFAULTS (filled by `register`
 # as the loader modules are imported).
 LOADER_DEFAULTS: dict[str, dict[str, Any]] = {}
+
+
+# The key of the loaders whose files are read line by line (their builders' `_base.parse_lines`):
+# 'error' = a malformed or undecodable line stops the build, naming file:line; 'skip' = such lines
+# are left out and counted per reason (`TaskData.skipped`, '<split>/<reason>'), the first few named.
+BAD_LINES_DEFAULTS: dict[str, Any] = {'on_bad_lines': 'error'}
+ON_BAD_LINES = ('error', 'skip')
 
 
 def register(name: str, defaults: Mapping[str, Any]) -> Callable:
@@ -118,9 +125,10 @@ def validate_config(config, name: str) -> dict[str, Any]:
   for key in ('max_vocab_size', 'max_length', 'eval_batch_size', 'embedding_dim'):
     if cfg[key] < 0:
       raise errors.ConfigError(f'config.data.{key}={cfg[key]} must be >= 0')
-  if not 0.0 <= cfg['validation_fraction'] < 1.0:
-    raise errors.ConfigError(f'config.data.validation_fraction={cfg["validation_fraction"]} must be '
-                             'in [0, 1)')
+  _check_fractions(cfg)
+  if cfg.get('on_bad_lines', 'error') not in ON_BAD_LINES:
+    raise errors.ConfigError(f'config.data.on_bad_lines={cfg["on_bad_lines"]!r} must be one of '
+                             f'{ON_BAD_LINES}')
   if not cfg['manual_dir']:
     raise errors.ConfigError(f'config.data.manual_dir is empty: set it to the folder with the upstream '
                              f'{name} files (e.g. ../shared/data/<dataset>)')
@@ -133,6 +141,17 @@ def validate_config(config, name: str) -> dict[str, Any]:
   if cfg['bucket_boundaries'] is not None:
     cfg['bucket_boundaries'] = _tuple(cfg['bucket_boundaries'])
   return cfg
+
+
+def _check_fractions(cfg: Mapping[str, Any]) -> None:
+  """`validation_fraction` and `test_fraction` in [0, 1), together below 1."""
+  for key in ('validation_fraction', 'test_fraction'):
+    if not 0.0 <= cfg[key] < 1.0:
+      raise errors.ConfigError(f'config.data.{key}={cfg[key]} must be in [0, 1)')
+  if cfg['validation_fraction'] + cfg['test_fraction'] >= 1.0:
+    raise errors.ConfigError(f'config.data.validation_fraction={cfg["validation_fraction"]} + '
+                             f'config.data.test_fraction={cfg["test_fraction"]} must be below 1 '
+                             '(both are held out of train)')
 
 
 _TRUE, _FALSE = ('true', '1', 'yes', 'on'), ('false', '0', 'no', 'off')
@@ -193,8 +212,9 @@ def _tuple(value):
 
 # Loaders whose examples are documents (sentence-split); the others give single texts.
 _DOCUMENT_LOADERS = ('document_classification',)
-# Data keys that name the source of the data, which the flag replaces.
-_SOURCE_KEYS = ('name', 'manual_dir', 'config')
+# Data keys that describe the config's own data set, which the flag replaces: its source, and the
+# fractions held out of its train split (TREC's 500 of 5452 questions mean nothing for another folder).
+_SOURCE_KEYS = ('name', 'manual_dir', 'config', 'validation_fraction', 'test_fraction')
 
 
 def with_text_classification_data(config: ml_collections.ConfigDict, manual_dir: str,
@@ -206,9 +226,10 @@ def with_text_classification_data(config: ml_collections.ConfigDict, manual_dir:
   loader's section where
   - every key the config's data loader shares with `text_classification` keeps the config's value
     (`min_count`, `max_sentences`, `max_sentence_length`, `embeddings`, `lowercase`, `batch_size`,
-    `data_dir`, ...), except the keys that name the source (`name`, `manual_dir`, `config`: the
-    dataset is named after the folder). `validation_fraction` 0 (a data set that has its own dev
-    split) keeps the loader's default, used only when the folder has no dev file. A config whose
+    `data_dir`, ...), except the keys that describe the config's own data set: its source (`name`,
+    `manual_dir`, `config`: the dataset is named after the folder) and the fractions held out of its
+    train split (`validation_fraction`, `test_fraction`: the loader's defaults, 0.1 each, used only
+    when the folder has no dev / test file; the loader prints what it held out). A config whose
     data is not one of the real loaders (the synthetic demo, whose keys mean other things, e.g. the
     generated `max_length`) keeps only `batch_size` and `eval_batch_size`;
   - `split_sentences` is on when the config's data was document level;
@@ -243,8 +264,6 @@ def with_text_classification_data(config: ml_collections.ConfigDict, manual_dir:
   shared = (set(data) & set(old) - set(_SOURCE_KEYS) if old_name in LOADER_DEFAULTS
             else {'batch_size', 'eval_batch_size'} & set(old))
   for key in sorted(shared):
-    if key == 'validation_fraction' and not old[key]:
-      continue
     if key == 'bucket_boundaries' and old[key] is None:
       continue  # keep the loader's typed placeholder (overridable from the command line)
     data[key] = old[key]

@@ -6,8 +6,8 @@ from jax_structured.data import text as text_lib
 from jax_structured.data.loaders import _common
 from jax_structured.data.loaders import options
 
-SNLI_DEFAULTS = {'lowercase': False, 'trees': ''}
-QUORA_DEFAULTS = {'lowercase': False, 'trees': ''}
+SNLI_DEFAULTS = {'lowercase': False, 'trees': '', **options.BAD_LINES_DEFAULTS}
+QUORA_DEFAULTS = {'lowercase': False, 'trees': '', **options.BAD_LINES_DEFAULTS}
 SNLI_LABELS = ['entailment', 'neutral', 'contradiction']
 QUORA_LABELS = ['not_duplicate', 'duplicate']
 

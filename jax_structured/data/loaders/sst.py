@@ -8,7 +8,8 @@ from jax_structured.data.loaders import _common
 from jax_structured.data.loaders import options
 
 # `trees`: a parser workdir whose cached heads every example gets (`parsed_trees`; '' = none).
-DEFAULTS = {'config': 'fine', 'train_phrases': False, 'binary_trees': False, 'trees': ''}
+DEFAULTS = {'config': 'fine', 'train_phrases': False, 'binary_trees': False, 'trees': '',
+            **options.BAD_LINES_DEFAULTS}
 SST_LABELS = {'fine': ['very negative', 'negative', 'neutral', 'positive', 'very positive'],
               'binary': ['negative', 'positive']}
 

@@ -7,7 +7,7 @@ from jax_structured.data.loaders import _common
 from jax_structured.data.loaders import options
 
 DEFAULTS = {'config': 'coarse', 'lowercase': False, 'clean': True, 'validation_fraction': 0.1,
-            'trees': ''}
+            'trees': '', **options.BAD_LINES_DEFAULTS}
 
 
 def trec_tokens(question: str, *, clean: bool = DEFAULTS['clean'],
