@@ -10,10 +10,16 @@ is wrong, where (file:line, `config.<key>`) and what to do.
   ConfigTypeError    a config value of the wrong type (also a TypeError)
   ConfigKeyError     a dotted key the config does not have (also a KeyError); `unknown_key` builds it
                      with the closest valid keys (difflib) and the valid keys of the parent section
+  WorkdirError       a path a run must write cannot be written (a read-only or full disk, a file
+                     where a folder must be, a workdir another run holds); `disk_error` builds it
+                     from the OSError of a read-only file system, a full disk or an exceeded quota
+  NotSavedError      a result was computed but could not be saved (`.result` holds it)
 """
 from __future__ import annotations
 
 import difflib
+import errno
+import os
 from typing import Any, Iterable, Mapping
 
 
@@ -38,6 +44,44 @@ class ConfigKeyError(ConfigError, KeyError):
 
   def __str__(self) -> str:
     return str(self.args[0]) if self.args else ''
+
+
+class WorkdirError(UserError):
+  """A path the run must write cannot be written; the message names it and what to do."""
+
+
+class NotSavedError(WorkdirError):
+  """A result was computed but could not be written; `result` holds it (the launcher prints it)."""
+
+  def __init__(self, message: str, result: Any):
+    super().__init__(message)
+    self.result = result
+
+
+# errno -> what to do, for the file-system faults a user fixes outside the program.
+_DISK_FAULTS = {
+    errno.EROFS: 'the file system is read-only: use a folder on a writable disk (or remount it '
+                 'read-write)',
+    errno.ENOSPC: 'the disk is full: free space there (e.g. old runs) or use a folder on another disk',
+    errno.EDQUOT: 'the disk quota is exceeded: free space there or use a folder on another disk',
+}
+
+
+def disk_error(error: BaseException, path: str | None = None) -> WorkdirError | None:
+  """The `WorkdirError` for an OSError of a read-only file system, a full disk or an exceeded quota.
+
+  Args:
+    error: any exception; only an OSError whose errno is EROFS, ENOSPC or EDQUOT is a disk fault.
+    path: the path to name when the error names none (e.g. the workdir).
+
+  Returns:
+    `WorkdirError('<path>: cannot write: <what to do>')`, or None for any other error.
+  """
+  if not isinstance(error, OSError) or error.errno not in _DISK_FAULTS:
+    return None
+  where = error.filename or path or 'a file'
+  return WorkdirError(f'{where}: cannot write ({error.strerror or os.strerror(error.errno)}): '
+                      f'{_DISK_FAULTS[error.errno]}')
 
 
 def _keys(node: Any) -> list[str] | None:

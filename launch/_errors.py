@@ -14,11 +14,16 @@ Errors the user causes end in `error: <message>` on stderr and exit status 2, wi
   `training.CheckpointError` (a damaged checkpoint, a workdir of another config), the trainer's
   `DeviceMemoryError` (out of accelerator memory: it names the batch shapes and the keys bounding them);
 - missing files and workdirs (`FileNotFoundError`, `NotADirectoryError`, `IsADirectoryError`,
-  `PermissionError`);
+  `PermissionError`); a read-only file system, a full disk or an exceeded quota (`errors.disk_error`:
+  the path and what to do); a workdir another run holds or a file given as one (`WorkdirError`);
 - a ValueError / KeyError / TypeError whose message names a `config.<key>` (config validation of
   every layer names the key it rejects), and a KeyError / AttributeError raised inside ml_collections
   (a key the running code needs and the config lacks).
 Anything else is a bug: absl prints its traceback and the exit status is 1.
+
+Interruptions are not errors: training stopped by SIGINT / SIGTERM (`training.interrupts.Interrupted`)
+prints its one line (where it saved, the command that resumes) and exits 128 + the signal (130 for
+SIGINT, 143 for SIGTERM); a Ctrl-C anywhere else (`KeyboardInterrupt`) prints one line and exits 130.
 
 Nothing here imports JAX: a mistake on the command line is reported before any heavy import.
 """
@@ -41,11 +46,14 @@ from jax_structured import errors
 from launch import _huge_pages
 
 EXIT_USER_ERROR = 2
+EXIT_SIGINT = 130  # 128 + SIGINT, what a shell reports for a process Ctrl-C ended
 
 # Library errors that are the user's to act on but are not `UserError`s (module, class): looked up
 # in sys.modules only, so that nothing heavy is imported here (when one is raised, its module is loaded).
 _LIBRARY_USER_ERRORS = (('jax_structured.training.checkpoints', 'CheckpointError'),
                         ('jax_structured.training.trainer', 'DeviceMemoryError'))
+# Training stopped on a signal, with its step saved (looked up like the errors above).
+_INTERRUPTED = ('jax_structured.training.interrupts', 'Interrupted')
 # File errors a user causes by naming a path (a missing workdir, config, data folder, input file).
 _FILE_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 # A message that names a config key, e.g. "config.optimizer.name='rmsprop' is not one of ...".
@@ -91,6 +99,9 @@ def user_message(error: BaseException) -> str | None:
       return str(error)
   if isinstance(error, app.UsageError):
     return f'{error} (--helpshort lists the flags)'
+  disk = errors.disk_error(error)
+  if disk is not None:
+    return str(disk)
   if isinstance(error, _FILE_ERRORS):
     if error.filename is not None and error.strerror:
       return f'{error.filename}: {error.strerror}'
@@ -143,12 +154,24 @@ def _guarded(main):
   def wrapped(argv):
     try:
       return main(argv)
+    except KeyboardInterrupt:
+      _stop('interrupted (SIGINT)', EXIT_SIGINT)
     except Exception as e:  # pylint: disable=broad-except  (bugs are re-raised below)
+      interrupted = getattr(sys.modules.get(_INTERRUPTED[0]), _INTERRUPTED[1], None)
+      if interrupted is not None and isinstance(e, interrupted):
+        _stop(str(e), e.exit_status)
       message = user_message(e)
       if message is None:
         raise
       fail(message, e)
   return wrapped
+
+
+def _stop(line: str, status: int):
+  """Prints `line` on stderr and exits with `status` (an interruption: no `error:`, no traceback)."""
+  sys.stdout.flush()
+  print(line, file=sys.stderr, flush=True)
+  sys.exit(status)
 
 
 # --------------------------------------------------------------------------------------------------

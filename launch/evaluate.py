@@ -4,12 +4,15 @@ r"""Evaluates a trained workdir's checkpoint on one split; prints and writes <wo
 
 Needs only the workdir (config, vocabulary, labels and checkpoints saved by training) and the data of
 the evaluated split. The launcher only parses flags; `jax_structured.training.evaluate` does the work.
+A workdir it cannot write to (read-only, full) still gets its metrics printed, then one error line
+naming the file it could not save, and exit status 2.
 """
 import json
 
 from absl import app
 from absl import flags
 
+from jax_structured import errors
 from launch import _compilation_cache
 from launch import _errors
 
@@ -25,7 +28,11 @@ def main(argv):
   _compilation_cache.enable()
   checkpoint = _errors.checkpoint(_CHECKPOINT.value)
   from jax_structured import training  # pylint: disable=g-import-not-at-top
-  result = training.evaluate(_WORKDIR.value, _SPLIT.value, checkpoint=checkpoint)
+  try:
+    result = training.evaluate(_WORKDIR.value, _SPLIT.value, checkpoint=checkpoint)
+  except errors.NotSavedError as e:
+    print(json.dumps(e.result, indent=2, sort_keys=True))
+    raise  # its one line: the file not saved, and why
   print(json.dumps(result, indent=2, sort_keys=True))
 
 
