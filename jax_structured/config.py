@@ -81,6 +81,10 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     # `config.variants` runs: the metrics of the comparison table (comparison.md and the console),
     # e.g. ('accuracy', 'uas'); empty: every metric any variant reports. comparison.json keeps all.
     'comparison_metrics': (),
+    # Sentence / pair classification: a single run (no `variants`) also fits the linear baseline
+    # (`training.linear_baseline`: TF-IDF n-grams + logistic regression, tuned on dev) and writes
+    # comparison.json / .md with the run's row and the baseline's. A `variants` run always does.
+    'linear_baseline': False,
     # Language models (task 'lm'): the objective is the mean NLL per target token ('token'), or the
     # NLL summed over each row's target tokens and averaged over rows ('sequence': the objective of
     # Zaremba et al. 2014's and Cheng et al. 2016's Torch code, T times the per-token mean for

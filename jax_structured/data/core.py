@@ -89,6 +89,10 @@ class Split:
   # kind 'lm' stream batches only: also give each row the `context` stream tokens before its window
   # (`context [B, C]`), read by the model but not scored, so a stateless model sees across windows.
   context: int = 0
+  # Each example's words as the loader tokenised them, before the vocabulary (rare words intact; pairs:
+  # (premise words, hypothesis words)), in the order of `examples`; None when the loader keeps none.
+  # Read by models that work on strings, e.g. `training.linear_baseline`.
+  words: list | None = None
 
   def __len__(self) -> int:
     return len(self.examples)
