@@ -104,6 +104,32 @@ def registered_names() -> list[str]:
   return sorted(REGISTRY)
 
 
+def vectors_size(spec: str) -> int | None:
+  """The size of the vectors `config.data.embeddings` names, read without loading them: a registered
+  name's `Source.dim`, or a file's (its word2vec header, or the fields of its first GloVe line).
+
+  Returns:
+    The size, or None for '' (no vectors), 'word2vec' (trained: `config.data.embedding_dim` sets it)
+    and a name or file that cannot be found (loading it then says why).
+  """
+  if not spec or spec == 'word2vec':
+    return None
+  if spec in REGISTRY:
+    return REGISTRY[spec].dim
+  try:
+    location, _ = _locate(spec, None)
+    if location.kind == 'binary':
+      with (gzip.open if location.path.endswith('.gz') else open)(location.path, 'rb') as f:
+        return int(f.readline().split()[1])
+    with _open_text(location) as f:
+      fields = f.readline().rstrip('\r\n').rstrip(' ').split(' ')
+  except (OSError, ValueError, IndexError, zlib.error, zipfile.BadZipFile):
+    return None
+  if len(fields) == 2 and all(x.isdigit() for x in fields):
+    return int(fields[1])  # word2vec text header "count dim"
+  return len(fields) - 1 if len(fields) > 1 else None
+
+
 def cache_dir() -> str:
   """`$JAX_STRUCTURED_CACHE/vectors` (default `~/.cache/jax_structured/vectors`): registered files."""
   root = os.environ.get(CACHE_ENV) or os.path.join('~', '.cache', 'jax_structured')
