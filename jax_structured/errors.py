@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import errno
 import os
+import re
 from typing import Any, Iterable, Mapping
 
 
@@ -71,17 +72,24 @@ def disk_error(error: BaseException, path: str | None = None) -> WorkdirError | 
   """The `WorkdirError` for an OSError of a read-only file system, a full disk or an exceeded quota.
 
   Args:
-    error: any exception; only an OSError whose errno is EROFS, ENOSPC or EDQUOT is a disk fault.
+    error: any exception; an OSError whose errno is EROFS, ENOSPC or EDQUOT is a disk fault, and so
+      is the error of a checkpoint write that says so (tensorstore's `[os_error_code='28']`, naming
+      the checkpoint folder).
     path: the path to name when the error names none (e.g. the workdir).
 
   Returns:
-    `WorkdirError('<path>: cannot write: <what to do>')`, or None for any other error.
+    `WorkdirError('<path>: cannot write (<reason>): <what to do>')`, or None for any other error.
   """
-  if not isinstance(error, OSError) or error.errno not in _DISK_FAULTS:
+  number, where = getattr(error, 'errno', None), getattr(error, 'filename', None)
+  if not isinstance(error, OSError):
+    code = re.search(r"os_error_code='(\d+)'", str(error))
+    number = int(code.group(1)) if code else None
+    file = re.search(r'local file "([^"]+)"', str(error))
+    where = file and os.path.dirname(file.group(1).split('.orbax-checkpoint-tmp')[0])
+  if number not in _DISK_FAULTS:
     return None
-  where = error.filename or path or 'a file'
-  return WorkdirError(f'{where}: cannot write ({error.strerror or os.strerror(error.errno)}): '
-                      f'{_DISK_FAULTS[error.errno]}')
+  return WorkdirError(f'{where or path or "a file"}: cannot write ({os.strerror(number)}): '
+                      f'{_DISK_FAULTS[number]}')
 
 
 def _keys(node: Any) -> list[str] | None:

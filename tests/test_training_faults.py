@@ -148,6 +148,11 @@ def test_disk_errors_anywhere_are_user_messages():
                                         'disk is full: free space there (e.g. old runs) or use a folder '
                                         'on another disk')
   assert errors.disk_error(OSError(errno.EIO, 'I/O error')) is None
+  # A checkpoint write on a full disk (tensorstore's error, as Orbax raises it): its folder is named.
+  save = ValueError('RESOURCE_EXHAUSTED: Error writing "step" in OCDBT database at local file '
+                    '"/w/checkpoints/12.orbax-checkpoint-tmp/state.orbax-checkpoint-tmp/ocdbt.process_0/": '
+                    "Failed to write 496 bytes to file 9: No space left on device [os_error_code='28']")
+  assert _errors.user_message(save).startswith('/w/checkpoints: cannot write (No space left on device)')
 
 
 def test_an_evaluation_that_cannot_be_saved_keeps_its_result(uninterrupted, monkeypatch):
@@ -203,7 +208,7 @@ class _Launch:
 def test_one_run_per_workdir_and_the_launcher_lines_of_signals(tmp_path):
   (tmp_path / 'tiny.py').write_text(textwrap.dedent(CONFIG_FILE))
   workdir = tmp_path / 'run'
-  holder = _Launch(tmp_path, workdir, step_seconds=0.5)
+  holder = _Launch(tmp_path, workdir, step_seconds=4)  # still training while the second one starts
   holder.wait_for_step()
   second = _Launch(tmp_path, workdir, step_seconds=0)
   line = second.last_line()
