@@ -107,7 +107,7 @@ def _data_files(step_dir):
 
 
 @pytest.mark.parametrize('damage', ['truncate', 'garble', 'meta'])
-def test_corrupted_checkpoint_is_a_clear_error_and_nothing_is_touched(tmp_path, uninterrupted, damage):
+def test_corrupted_checkpoint_is_a_clear_error_or_set_aside_on_resume(tmp_path, uninterrupted, damage):
   workdir = _copy_run(uninterrupted[0], tmp_path / 'run')
   step_dir = os.path.join(workdir, 'checkpoints', '18')
   # Every OCDBT data file is damaged, not one: a restore reads only the B-tree nodes the root
@@ -132,11 +132,17 @@ def test_corrupted_checkpoint_is_a_clear_error_and_nothing_is_touched(tmp_path, 
   before = _files(workdir)
   with pytest.raises(training.CheckpointError, match=f'checkpoint {step_dir} is corrupted'):
     training.load_trained(workdir, 'latest')
-  with pytest.raises(training.CheckpointError, match=f'checkpoint {step_dir} is corrupted'):
-    training.train_and_evaluate(support.make_config(**RESUME_CONFIG), workdir)  # auto-resume
-  after = _files(workdir)
-  assert {p: h for p, h in after.items() if 'tfevents' not in p} == \
-         {p: h for p, h in before.items() if 'tfevents' not in p}
+  assert _files(workdir) == before  # asked for by name: an error, nothing touched
+  others = [n for n in os.listdir(os.path.join(workdir, 'checkpoints')) if n.isdigit() and n != '18']
+  if others:  # auto-resume steps over it to the best checkpoint, moving it aside
+    training.train_and_evaluate(support.make_config(**RESUME_CONFIG), workdir)
+    assert os.listdir(os.path.join(workdir, 'checkpoints', 'damaged'))[0].startswith('18-')
+  else:  # no good checkpoint: one error, nothing touched (test_training_history has the other case)
+    with pytest.raises(training.CheckpointError, match='every checkpoint is damaged'):
+      training.train_and_evaluate(support.make_config(**RESUME_CONFIG), workdir)
+    after = _files(workdir)
+    assert {p: h for p, h in after.items() if 'tfevents' not in p} == \
+           {p: h for p, h in before.items() if 'tfevents' not in p}
 
 
 def test_non_finite_states_are_never_saved_nor_silently_restored(tmp_path, uninterrupted):

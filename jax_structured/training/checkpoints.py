@@ -15,15 +15,21 @@ Saves are atomic (Orbax writes a temporary directory and renames it when complet
 temporary directories are ignored and cleaned up), so a checkpoint is never half-written. The
 manager keeps the latest checkpoint and the best one by the dev metric (`best_fn`). A checkpoint
 whose files were damaged is detected on restore -- Orbax fails to read it, or the restored arrays no
-longer match the SHA-256 fingerprint saved with them -- and reported with its path; nothing is deleted.
+longer match the SHA-256 fingerprint saved with them. Restoring it by name is an error naming its path
+and the cause; resuming (`restore_latest`) moves it aside to `checkpoints/damaged/<step>-<time>` and
+restores the newest good one. Nothing is ever deleted.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
+import sys
+import time
 from typing import Any, Mapping
 
+from absl import logging
 from etils import epath
 import jax
 import numpy as np
@@ -38,6 +44,38 @@ CHECKPOINT_DIR = 'checkpoints'
 
 class CheckpointError(ValueError):
   """A checkpoint (or the files beside it) cannot be used; the message names the path."""
+
+
+class _DamagedCheckpoint(CheckpointError):
+  """A checkpoint whose files cannot be read or no longer hold what was saved (its `cause`: one line)."""
+
+  def __init__(self, path: str, cause: str):
+    super().__init__(f'checkpoint {path} is corrupted: {cause}')
+    self.path, self.cause = path, cause
+
+
+def _ignore_late_tensorstore_callbacks() -> None:
+  """Keeps a failed restore to its one error: drops the unraisable `RuntimeError('Event loop is closed')`
+  that TensorStore reports (through `sys.unraisablehook`: dozens of tracebacks on stderr) for each
+  read still in flight when Orbax closed the event loop of a restore that failed. Idempotent."""
+  previous = sys.unraisablehook
+  if getattr(previous, 'ignores_late_tensorstore_callbacks', False):
+    return
+
+  def hook(unraisable):
+    if not (unraisable.exc_type is RuntimeError and 'Event loop is closed' in str(unraisable.exc_value)):
+      previous(unraisable)
+
+  hook.ignores_late_tensorstore_callbacks = True
+  sys.unraisablehook = hook
+
+
+def _first_line(error: BaseException) -> str:
+  """'Type: first line of the message' (TensorStore's messages run to kilobytes), at most 300 chars."""
+  text = str(error).strip().splitlines()
+  line = re.sub(r'\s*\[source locations=.*', '', text[0]) if text else ''
+  line = f'{type(error).__name__}: {line}'
+  return line if len(line) <= 300 else line[:297] + '...'
 
 
 def _host_leaves(tree: Any) -> list[tuple[str, np.ndarray]]:
@@ -299,28 +337,88 @@ class Checkpoints:
     """Restores (state, meta) of `step` into `abstract_state` (ShapeDtypeStructs with shardings).
 
     Raises:
-      CheckpointError naming the checkpoint path when it cannot be read, its arrays do not match
-      the fingerprint saved with them (damaged files), or they hold non-finite values.
+      CheckpointError naming the checkpoint path when it cannot be read or its arrays do not match
+      the fingerprint saved with them (damaged files: the message gives the cause's first line and
+      the other checkpoints), or they hold non-finite values.
     """
+    try:
+      return self._restore(step, abstract_state)
+    except _DamagedCheckpoint as e:
+      others = [s for s in self.all_steps() if s != step]
+      raise CheckpointError(f'{e}; the other checkpoints of this run: '
+                            + (f'steps {others} (pass one of them)' if others else 'none')) from e
+
+  def _restore(self, step: int, abstract_state: Any) -> tuple[Any, dict[str, Any]]:
+    """`restore`, raising `_DamagedCheckpoint` for damaged files."""
     path = self.step_path(step)
     self._check_tree(path, abstract_state)
+    _ignore_late_tensorstore_callbacks()
     try:
       restored = self.manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
     except Exception as e:  # pylint: disable=broad-except  (Orbax / tensorstore raise many types)
-      raise CheckpointError(f'checkpoint {path} is corrupted or unreadable '
-                            f'({type(e).__name__}: {str(e)[:500]})') from e
+      time.sleep(0.05)  # the reads still in flight end (within ~5 ms) while the filter is installed
+      raise _DamagedCheckpoint(path, f'unreadable ({_first_line(e)})') from e
     state, meta = restored['state'], restored['meta']
     if not isinstance(meta, dict) or 'fingerprint' not in meta:
-      raise CheckpointError(f'checkpoint {path} is corrupted: its meta item has no fingerprint')
+      raise _DamagedCheckpoint(path, 'its meta item has no fingerprint')
     leaves = _host_leaves(state)
     if _fingerprint_of(leaves) != meta['fingerprint']:
-      raise CheckpointError(f'checkpoint {path} is corrupted: the restored arrays do not match the '
-                            'SHA-256 fingerprint saved with them')
+      raise _DamagedCheckpoint(path, 'the restored arrays do not match the SHA-256 fingerprint saved '
+                               'with them')
     bad = _non_finite(leaves)
     if bad:  # saved by something other than `save` (which refuses such states)
       raise CheckpointError(f'checkpoint {path} holds non-finite values (a diverged run?) in {bad}')
     return state, meta
+
+  def restore_latest(self, abstract_state: Any) -> tuple[int, Any, dict[str, Any]] | None:
+    """(step, state, meta) of the newest checkpoint that restores, to resume from; None if none.
+
+    Damaged checkpoints newer than it (files that cannot be read or no longer match their
+    fingerprint) are moved aside to `<workdir>/checkpoints/damaged/<step>-<time>`, each with a
+    warning that names it; nothing is deleted, and the manager keeps the latest and the best of the
+    checkpoints left.
+
+    Raises:
+      CheckpointError when every checkpoint is damaged (nothing moved: the message gives each one's
+      cause and what to do), or for any other reason `restore` raises.
+    """
+    damaged = []
+    for step in sorted(self.all_steps(), reverse=True):
+      try:
+        state, meta = self._restore(step, abstract_state)
+      except _DamagedCheckpoint as e:
+        damaged.append(e)
+        continue
+      for error in damaged:
+        self._set_aside(error, resumed=step)
+      if damaged:
+        self._sync_processes('set_aside_damaged_checkpoints')
+        self.manager.reload()
+      return step, state, meta
+    if not damaged:
+      return None
+    raise CheckpointError(
+        f'cannot resume {self.workdir}: every checkpoint is damaged: '
+        + '; '.join(f'{e.path}: {e.cause}' for e in damaged)
+        + f'. Nothing was changed. To train again from step 0, move {self.directory} away (or use a '
+        'fresh --workdir); to keep trying, restore the checkpoint files from a backup.')
+
+  def _set_aside(self, error: _DamagedCheckpoint, *, resumed: int) -> None:
+    """Moves the damaged checkpoint of `error` to `<checkpoints>/damaged/<step>-<time>` (process 0)."""
+    target = os.path.join(self.directory, 'damaged',
+                          f'{os.path.basename(error.path)}-{time.strftime("%Y%m%d-%H%M%S")}')
+    if _is_primary():
+      os.makedirs(os.path.dirname(target), exist_ok=True)
+      os.replace(error.path, target)
+    logging.warning('%s; moved it to %s and resumed from the checkpoint of step %d', error, target,
+                    resumed)
+
+  @staticmethod
+  def _sync_processes(name: str) -> None:
+    if jax.process_count() > 1:
+      from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
+      multihost_utils.sync_global_devices(name)
 
   def _check_tree(self, path: str, abstract_state: Any) -> None:
     """Raises CheckpointError when the arrays saved at `path` are not those of `abstract_state`.

@@ -4,8 +4,10 @@ clu 0.0.12 writes TensorBoard summaries with TensorFlow (`clu.metric_writers.sum
 it unconditionally, so even `from clu import metric_writers, periodic_actions` fails without it). The
 project is TensorFlow-free (ARCHITECTURE.md), so when TensorFlow is not installed `install_clu_writer()`
 provides that one module with a `SummaryWriter` backed by tensorboardX (event files readable by
-TensorBoard); the rest of clu (`create_default_writer`, `AsyncMultiWriter`, `LoggingWriter`,
-`periodic_actions.ReportProgress`) is used unchanged.
+TensorBoard); the rest of clu (`MultiWriter`, `LoggingWriter`, `periodic_actions.ReportProgress`) is
+used unchanged. `create_writer` uses that SummaryWriter with or without TensorFlow: it writes every
+event to its file before returning (a killed run keeps its history) and starts a resumed session with
+a SessionLog START event, so TensorBoard reads each step once (`read_events` reads the files back).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import importlib.util
 import json
 import logging as std_logging
 import os
+import struct
 import sys
 import time
 import types
@@ -23,66 +26,90 @@ import jax
 import numpy as np
 
 _SHIM = 'clu.metric_writers.summary_writer'
+HPARAMS_TAG = 'hparams'  # the config, as JSON text at step 0 (`write_hparams`)
 
 
 def _tensorboardx_writer_class():
   from clu.metric_writers import interface  # pylint: disable=g-import-not-at-top
 
   class SummaryWriter(interface.MetricWriter):
-    """A clu MetricWriter writing TensorBoard event files with tensorboardX (no TensorFlow)."""
+    """A clu MetricWriter writing TensorBoard event files with tensorboardX (no TensorFlow).
 
-    def __init__(self, logdir: str):
+    Every write reaches the file before the call returns (no queue, no writer thread), so a killed
+    run keeps every event it wrote. `purge_step`: a resumed run's first step; a SessionLog START
+    event at that step makes TensorBoard drop the events of earlier files from that step on (what the
+    killed session logged after its last checkpoint), so each step is read once.
+    """
+
+    def __init__(self, logdir: str, *, purge_step: int | None = None):
       super().__init__()
       try:
-        import tensorboardX  # pylint: disable=g-import-not-at-top
+        from tensorboardX import event_file_writer  # pylint: disable=g-import-not-at-top
+        from tensorboardX import summary  # pylint: disable=g-import-not-at-top
+        from tensorboardX.proto import event_pb2  # pylint: disable=g-import-not-at-top
       except ImportError as e:
         raise ImportError('TensorBoard event files without TensorFlow need tensorboardX: '
                           'pip install "tensorboardX>=2.6"') from e
-      self._writer = tensorboardX.SummaryWriter(logdir, flush_secs=30)
+      os.makedirs(logdir, exist_ok=True)
+      self._summary, self._event_pb2 = summary, event_pb2
+      # The process id in the name: two sessions started in the same second get two files.
+      self._events = event_file_writer.EventsWriter(os.path.join(logdir, 'events'), f'.{os.getpid()}')
+      if purge_step is not None:
+        self._write(purge_step, session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
+
+    def _write(self, step: int, *summaries, **fields) -> None:
+      """One event per summary (or one of `fields`) at `step`, then flushed to the file."""
+      for proto in summaries or (None,):
+        event = self._event_pb2.Event(wall_time=time.time(), step=int(step), **fields)
+        if proto is not None:
+          event.summary.CopyFrom(proto)
+        self._events.write_event(event)
+      self._events.flush()
 
     def write_summaries(self, step, values, metadata=None):
       del metadata
-      for key, value in values.items():
-        value = np.asarray(value)
-        if value.ndim == 0:
-          self._writer.add_scalar(key, float(value), step)
-        else:
-          self._writer.add_histogram(key, value, step)
+      self.write_histograms(step, {k: v for k, v in values.items() if np.ndim(v)})
+      self.write_scalars(step, {k: v for k, v in values.items() if not np.ndim(v)})
 
     def write_scalars(self, step, scalars):
-      for key, value in scalars.items():
-        self._writer.add_scalar(key, float(np.asarray(value)), step)
+      if scalars:
+        self._write(step, *(self._summary.scalar(k, float(np.asarray(v))) for k, v in scalars.items()))
 
     def write_images(self, step, images):
+      protos = []
       for key, value in images.items():
         value = np.asarray(value)
-        self._writer.add_images(key, value[None] if value.ndim == 3 else value, step,
-                                dataformats='NHWC')
+        protos.append(self._summary.image(key, value[None] if value.ndim == 3 else value,
+                                          dataformats='NHWC'))
+      if protos:
+        self._write(step, *protos)
 
     def write_videos(self, step, videos):
       logging.log_first_n(logging.WARNING, 'SummaryWriter does not support writing videos.', 1)
 
     def write_audios(self, step, audios, *, sample_rate):
-      for key, value in audios.items():
-        self._writer.add_audio(key, np.asarray(value)[0], step, sample_rate=sample_rate)
+      if audios:
+        self._write(step, *(self._summary.audio(k, np.asarray(v)[0], sample_rate=sample_rate)
+                            for k, v in audios.items()))
 
     def write_texts(self, step, texts):
-      for key, value in texts.items():
-        self._writer.add_text(key, value, step)
+      if texts:
+        self._write(step, *(self._summary.text(k, v) for k, v in texts.items()))
 
     def write_histograms(self, step, arrays, num_buckets=None):
-      for key, value in arrays.items():
-        bins = num_buckets.get(key, 'tensorflow') if num_buckets else 'tensorflow'
-        self._writer.add_histogram(key, np.asarray(value), step, bins=bins)
+      if arrays:
+        bins = lambda k: num_buckets.get(k, 'tensorflow') if num_buckets else 'tensorflow'  # noqa: E731
+        self._write(step, *(self._summary.histogram(k, np.asarray(v), bins(k))
+                            for k, v in arrays.items()))
 
     def write_hparams(self, hparams):
-      self._writer.add_text('hparams', json.dumps(dict(hparams), sort_keys=True, default=str), 0)
+      self.write_texts(0, {HPARAMS_TAG: json.dumps(dict(hparams), sort_keys=True, default=str)})
 
     def flush(self):
-      self._writer.flush()
+      self._events.flush()
 
     def close(self):
-      self._writer.close()
+      self._events.close()
 
   return SummaryWriter
 
@@ -159,15 +186,60 @@ def quiet_library_logs() -> None:
       target.addFilter(_quiet_filter)
 
 
-def create_writer(workdir: str):
-  """clu's default writer: console logging + TensorBoard event files in `workdir` on process 0."""
+def create_writer(workdir: str, *, start_step: int | None = None):
+  """clu's writer: console logging + TensorBoard event files in `workdir` on process 0.
+
+  Synchronous: an event is in its file when the write returns, so a killed run keeps its history.
+
+  Args:
+    workdir: the run directory (event files `events.out.tfevents.<time>.<host>.<pid>`).
+    start_step: the step a training session starts from (the restored checkpoint's; 0 for a fresh
+      run). Events the earlier sessions logged after it are dropped by TensorBoard (a SessionLog
+      START at `start_step + 1`), as this session logs those steps again. None: no such event.
+  """
   if jax.process_index() > 0:
-    return metric_writers.create_default_writer(None, just_logging=True)
-  if importlib.util.find_spec('tensorflow') is None and importlib.util.find_spec('tensorboardX') is None:
+    return metric_writers.create_default_writer(None, just_logging=True, asynchronous=False)
+  if importlib.util.find_spec('tensorboardX') is None:
     logging.warning('tensorboardX is not installed: metrics go to the log only, no event files in %s '
                     '(pip install "tensorboardX>=2.6")', workdir)
-    return metric_writers.create_default_writer(None)
-  return metric_writers.create_default_writer(workdir)
+    return metric_writers.create_default_writer(None, asynchronous=False)
+  return metric_writers.MultiWriter([metric_writers.LoggingWriter(),
+                                     _tensorboardx_writer_class()(
+      workdir, purge_step=None if start_step is None else start_step + 1)])
+
+
+def read_events(logdir: str) -> list[Any]:
+  """Every event (tensorboardX `Event` proto) of the event files in `logdir`, in TensorBoard's order.
+
+  Files are read in name order (their names start with the creation time), each up to its first
+  incomplete or damaged record (a run killed in the middle of a write).
+  """
+  from tensorboardX.record_writer import masked_crc32c  # pylint: disable=g-import-not-at-top
+  from tensorboardX.proto import event_pb2  # pylint: disable=g-import-not-at-top
+  events = []
+  names = sorted(n for n in os.listdir(logdir) if n.startswith('events.out.tfevents.')) \
+      if os.path.isdir(logdir) else []
+  for name in names:
+    with open(os.path.join(logdir, name), 'rb') as f:
+      raw = f.read()
+    offset = 0
+    while offset + 12 <= len(raw):  # TFRecord: length (u64), its crc, data, the data's crc (u32)
+      header = raw[offset:offset + 8]
+      length, header_crc = struct.unpack('<QI', raw[offset:offset + 12])
+      data = raw[offset + 12:offset + 12 + length]
+      end = offset + 16 + length
+      if header_crc != masked_crc32c(header) or end > len(raw) or \
+          struct.unpack('<I', raw[end - 4:end])[0] != masked_crc32c(data):
+        break
+      events.append(event_pb2.Event.FromString(data))
+      offset = end
+  return events
+
+
+def hparams_written(logdir: str) -> bool:
+  """Whether the event files in `logdir` hold the hyperparameters (`write_hparams`)."""
+  return any(value.tag.split('/')[0] == HPARAMS_TAG for event in read_events(logdir)
+             for value in event.summary.value)
 
 
 class ProgressReport(periodic_actions.ReportProgress):
