@@ -18,7 +18,9 @@ Pairs (premise p, hypothesis h; one vectoriser fitted on both sides of train): t
 sec. 4.1, q = [u; v; u * v; |u - v|]), so that the baseline differs from the encoders only in the
 encoder. The concatenation [p; h] alone is no baseline for pairs: a linear model scores each text on
 its own and cannot see what the two share (word overlap, p * h) or where they differ (|p - h|),
-which is what entailment and paraphrase turn on.
+which is what entailment and paraphrase turn on. Measured (configs/encoders/compare.py:snli data: SNLI
+dev as train, 984 held out; word+char, C=1): dev accuracy 0.584 with these features, 0.509 with
+[p; h] (test 0.658 with these; the grid's 6 fits take 37 s on one core).
 
 Parameters: the size of the weight matrix and biases, features x classes + classes (one row for two
 classes), counted as the encoders' parameters are (every weight, zero or not; with L2 regularisation
