@@ -15,6 +15,7 @@ import importlib.util
 import json
 import logging as std_logging
 import os
+import socket
 import struct
 import sys
 import time
@@ -44,27 +45,33 @@ def _tensorboardx_writer_class():
     def __init__(self, logdir: str, *, purge_step: int | None = None):
       super().__init__()
       try:
-        from tensorboardX import event_file_writer  # pylint: disable=g-import-not-at-top
+        from tensorboardX import record_writer  # pylint: disable=g-import-not-at-top
         from tensorboardX import summary  # pylint: disable=g-import-not-at-top
         from tensorboardX.proto import event_pb2  # pylint: disable=g-import-not-at-top
       except ImportError as e:
         raise ImportError('TensorBoard event files without TensorFlow need tensorboardX: '
                           'pip install "tensorboardX>=2.6"') from e
       os.makedirs(logdir, exist_ok=True)
-      self._summary, self._event_pb2 = summary, event_pb2
+      self._summary, self._event_pb2, self._crc = summary, event_pb2, record_writer.masked_crc32c
       # The process id in the name: two sessions started in the same second get two files.
-      self._events = event_file_writer.EventsWriter(os.path.join(logdir, 'events'), f'.{os.getpid()}')
+      name = f'events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}'
+      self._file = open(os.path.join(logdir, name), 'wb')  # pylint: disable=consider-using-with
+      self._write(0, file_version='brain.Event:2')
       if purge_step is not None:
         self._write(purge_step, session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
 
     def _write(self, step: int, *summaries, **fields) -> None:
-      """One event per summary (or one of `fields`) at `step`, then flushed to the file."""
+      """One TFRecord-framed event per summary (or one of `fields`) at `step`, then handed to the OS
+      (a killed process keeps it; `flush` also syncs the file to the disk)."""
       for proto in summaries or (None,):
         event = self._event_pb2.Event(wall_time=time.time(), step=int(step), **fields)
         if proto is not None:
           event.summary.CopyFrom(proto)
-        self._events.write_event(event)
-      self._events.flush()
+        data = event.SerializeToString()
+        header = struct.pack('<Q', len(data))
+        self._file.write(header + struct.pack('<I', self._crc(header)) + data
+                         + struct.pack('<I', self._crc(data)))
+      self._file.flush()
 
     def write_summaries(self, step, values, metadata=None):
       del metadata
@@ -106,10 +113,13 @@ def _tensorboardx_writer_class():
       self.write_texts(0, {HPARAMS_TAG: json.dumps(dict(hparams), sort_keys=True, default=str)})
 
     def flush(self):
-      self._events.flush()
+      self._file.flush()
+      os.fsync(self._file.fileno())
 
     def close(self):
-      self._events.close()
+      if not self._file.closed:
+        self.flush()
+        self._file.close()
 
   return SummaryWriter
 
