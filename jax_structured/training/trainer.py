@@ -4,7 +4,9 @@
 evaluates on the dev split every `train.eval_every_steps` steps (or every epoch), keeps the latest and
 the best checkpoint, stops early on the dev metric, finally evaluates the best checkpoint on the
 validation and test splits and writes `<workdir>/metrics.json`. With `config.variants` it trains every
-variant into `<workdir>/<name>` and writes a side-by-side comparison.
+variant into `<workdir>/<name>` and writes a side-by-side comparison (comparison.md / .json, beside the
+linear baseline's row for sentence and pair tasks); so does a single run with
+`config.train.linear_baseline` (its row and the baseline's).
 
 `_train` reads top to bottom: `_prepare` (data, model, optimiser, steps), `_TrainLoop` (restore, then
 `train`: `_step`, `_log_train`, `_evaluate`, `_save`, progress), `_final_evaluation`, the trees drawn
@@ -26,6 +28,7 @@ import jax
 import ml_collections
 import numpy as np
 
+from jax_structured import errors
 from jax_structured import models
 from jax_structured.training import checkpoints as ckpt_lib
 from jax_structured import config as config_lib
@@ -34,6 +37,8 @@ from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks as tasks_lib
+from jax_structured.training import interrupts
+from jax_structured.training import workdir_lock
 
 EVAL_SPLITS = ('validation', 'test')
 
@@ -220,14 +225,24 @@ def train_and_evaluate(config: config_lib.ResolvedConfig | ml_collections.Config
   Raises:
     ValueError before training when `config.train.render_trees > 0` and no `induce_trees` is given;
     DeviceMemoryError naming the batch shape and the config keys that bound it when the device runs
-    out of memory.
+    out of memory; `workdir_lock.WorkdirBusyError` when another live run holds `workdir` (one run per
+    workdir: process 0 locks it, `workdir_lock.hold`) and `errors.WorkdirError` when it is a file or
+    cannot be written, both before any data is loaded; `interrupts.Interrupted` after SIGINT /
+    SIGTERM stopped training with the current step saved (the same call resumes from it).
   """
   metrics_lib.quiet_library_logs()
   config = config_lib.resolve(config)
   maybe_initialize_distributed(config)
-  if config.variants:
-    return train_variants(config, workdir, hooks=hooks, induce_trees=induce_trees)
-  return _train(config, workdir, hooks=hooks, induce_trees=induce_trees)
+  with workdir_lock.hold(workdir) if jax.process_index() == 0 else contextlib.nullcontext():
+    try:
+      if config.variants:
+        return train_variants(config, workdir, hooks=hooks, induce_trees=induce_trees)
+      return _train_single(config, workdir, hooks=hooks, induce_trees=induce_trees)
+    except (OSError, ValueError) as e:  # a disk that filled up (or went read-only) mid-run
+      disk = errors.disk_error(e, workdir)  # names the workdir where the error names no file
+      if disk is None:
+        raise
+      raise disk from e
 
 
 def _train(config: config_lib.ResolvedConfig, workdir: str, *, hooks=(), induce_trees=None
@@ -278,10 +293,12 @@ class _Run:
 def _prepare(config: config_lib.ResolvedConfig, workdir: str) -> _Run:
   """Checks the config against the workdir, loads the data, builds the model, optimiser and steps."""
   from jax_structured import data  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import embedding_sizes  # pylint: disable=g-import-not-at-top
   mode = config.parallel
   if mode == 'none' and jax.process_count() > 1:
     raise ValueError(f"config.parallel='none' trains on one device, but this job has "
                      f"{jax.process_count()} processes: use 'shard_map' (or 'pmap')")
+  config = embedding_sizes.resolve(config)  # data./model.embedding_dim 0: the vectors' size
   os.makedirs(workdir, exist_ok=True)
   ckpt_lib.check_config(workdir, config)
   task_data = data.load(config.data)
@@ -333,15 +350,18 @@ class _TrainLoop:
     self.plateau = optimizers.Plateau(opt_cfg.plateau_factor, opt_cfg.plateau_patience,
                                       opt_cfg.plateau_threshold, self.task.higher_is_better)
     self.loop, state = LoopState(), setup.state
-    self.last_saved = ckpts.latest_step()
-    if self.last_saved is not None:
-      state, meta = ckpts.restore(self.last_saved, _abstract_like(state, self.runner.replicated))
+    # The newest checkpoint that restores (damaged newer ones are moved aside, with a warning).
+    restored = ckpts.restore_latest(_abstract_like(state, self.runner.replicated))
+    self.last_saved = None
+    if restored is not None:
+      self.last_saved, state, meta = restored
       self.loop = LoopState(**meta['loop'])
       self.plateau.restore(self.loop.plateau)
       logging.info('resumed from %s (step %d, epoch %d, batch %d)', ckpts.step_path(self.last_saved),
                    self.last_saved, self.loop.epoch, self.loop.batch_in_epoch)
-    self.writer = metrics_lib.create_writer(workdir)
-    if self.last_saved is None:
+    # Events of earlier sessions after the restored step are superseded: this session logs them again.
+    self.writer = metrics_lib.create_writer(workdir, start_step=self.last_saved or 0)
+    if not metrics_lib.hparams_written(workdir):  # once per run (a killed first session may lack them)
       self.writer.write_hparams(config_lib.flatten(config_lib.to_dict(run.config)))
     self.progress = metrics_lib.ProgressReport(
         num_train_steps=run.total_steps, writer=self.writer, every_steps=run.config.train.log_every_steps,
@@ -399,6 +419,20 @@ class _TrainLoop:
     return metrics, pending, batches, shapes
 
   def train(self, hooks) -> None:
+    """Trains to the end; after SIGINT / SIGTERM, saves the current step and raises `Interrupted`."""
+    with interrupts.deferred(last_saved=lambda: self.last_saved) as self._interrupt:
+      self._train_epochs(hooks)
+
+  def _stop_if_interrupted(self) -> None:
+    """After a step: when a signal came, saves this step, flushes the metrics, raises `Interrupted`."""
+    if self._interrupt.signum is None:
+      return
+    if self.last_saved != self.step:
+      self._save()
+    self.writer.flush()
+    raise interrupts.Interrupted(self._interrupt.signum, self.step, self.ckpts.step_path(self.step))
+
+  def _train_epochs(self, hooks) -> None:
     run, cfg = self.run, self.run.config.train
     stop = self.step >= run.total_steps
     while not stop:
@@ -423,6 +457,7 @@ class _TrainLoop:
           self._finish()
         for hook in hooks:
           hook(self.step)
+        self._stop_if_interrupted()
         if stop or epoch_end:
           break
       else:  # every full epoch breaks at epoch_end above
@@ -433,6 +468,21 @@ class _TrainLoop:
       self._log_train()
     if not self.loop.history:
       self._evaluate()  # resumed a run that had stopped before its first evaluation
+    self._say_if_capped()
+
+  def _say_if_capped(self) -> None:
+    """One console line when training stopped at its step cap while dev was still improving: the best
+    dev metric came within the last `early_stopping_patience` evaluations (0: at the last one)."""
+    run, cfg, loop = self.run, self.run.config.train, self.loop
+    patience = cfg.early_stopping_patience
+    if (self.step == self.step_start or self.step < run.total_steps or not loop.history
+        or loop.evals_since_best >= max(patience, 1)):
+      return
+    cap = f'train.num_steps={cfg.num_steps}' if cfg.num_steps else f'train.num_epochs={cfg.num_epochs}'
+    metric = self.task.dev_metric
+    metrics_lib.console(f'stopped at the cap {cap} (step {self.step}) while dev {metric} was still '
+                        f'improving (best {loop.best:.4f} at step {loop.best_step}): raise '
+                        f'{cap.split("=")[0]} to train to convergence')
 
   def _step(self, i: int, batch: Mapping[str, np.ndarray]) -> bool:
     """One train step on batch `i` of the epoch; True when it ends the epoch."""
@@ -568,15 +618,26 @@ def _read_metrics(workdir: str) -> dict[str, Any] | None:
 
 
 def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int) -> dict:
-  """Restores the best checkpoint and evaluates it on the validation and test splits."""
+  """Restores the best checkpoint and evaluates it on the validation and test splits.
+
+  A split the data does not have gets no metrics: `results['absent_splits'][split]` says so
+  ('none (the data has no test split)'), and so does the console line of the final evaluation.
+  """
   best = ckpts.resolve('best')
   state, _ = ckpts.restore(best, _abstract_like(setup.state, setup.runner.replicated))
   placed = setup.runner.place(state)
   results: dict[str, Any] = {'best_step': best,
                              'num_parameters': int(sum(np.size(x) for x in jax.tree.leaves(state.params)))}
+  shown = []
   for split in EVAL_SPLITS:
     if split in task_data.splits:
       results[split] = evaluate_split(setup, placed, task_data.splits[split], batch_size)
+      shown.append(f'{split} ' + ', '.join(f'{k} {v:.4f}' for k, v in results[split].items()))
+    else:
+      name = 'dev' if split == 'validation' else split
+      results.setdefault('absent_splits', {})[split] = f'none (the data has no {name} split)'
+      shown.append(f'{split}: {results["absent_splits"][split]}')
+  metrics_lib.console(f'final evaluation (best step {best}): ' + '; '.join(shown))
   if 'test' in task_data.splits:  # inference speed: a second, compiled pass over test, timed
     start = time.perf_counter()
     sums = _evaluate_sums(setup, placed, task_data.splits['test'], batch_size)
@@ -641,7 +702,8 @@ def _out_of_memory_names(config, where: str, shapes: Sequence[Mapping[str, tuple
 def train_variants(config: config_lib.ResolvedConfig | ml_collections.ConfigDict, workdir: str, *,
                    hooks: Iterable[Callable[[int], None]] = (),
                    induce_trees: Callable[..., dict] | None = None) -> dict[str, Any]:
-  """Trains every `config.variants` entry into `<workdir>/<name>`; writes comparison.json / .md.
+  """Trains every `config.variants` entry into `<workdir>/<name>`; writes comparison.json / .md, with
+  the row of the linear baseline (`training.linear_baseline`) for sentence and pair classification.
 
   Each variant is one resolved config (`jax_structured.config.variants`): `config` with its overrides
   applied and no variants of its own. Overrides are nested (`{'model': {'attention': 'none'}}`,
@@ -660,16 +722,69 @@ def train_variants(config: config_lib.ResolvedConfig | ml_collections.ConfigDict
   for name, child in configs.items():
     logging.info('variant %s: %s', name, config.variants[name].to_dict())
     results[name] = _train(child, os.path.join(workdir, name), hooks=hooks, induce_trees=induce_trees)
-  comparison = comparison_table(results, metrics=config.train.comparison_metrics)
-  metrics_lib.write_json(os.path.join(workdir, 'comparison.json'),
-                         {name: {split: r.get(split) for split in EVAL_SPLITS} | {
-                             'best_step': r['best_step'], 'dev_metric': r['dev_metric'],
-                             'overrides': config.variants[name].to_dict()} for name, r in results.items()})
+  _write_comparison(config, workdir, results, {name: v.to_dict() for name, v in config.variants.items()})
+  return results
+
+
+def _train_single(config: config_lib.ResolvedConfig, workdir: str, *, hooks=(), induce_trees=None
+                  ) -> dict[str, Any]:
+  """`_train`; with `config.train.linear_baseline`, also comparison.json / .md: the run's row (named
+  by its encoder, else its model) and the linear baseline's."""
+  results = _train(config, workdir, hooks=hooks, induce_trees=induce_trees)
+  if config.train.linear_baseline:
+    model = config.model or {}
+    encoder = model.get('encoder')
+    name = (encoder.get('name') if hasattr(encoder, 'get') else None) or model.get('name')
+    _write_comparison(config, workdir, {name or 'run': results}, {})
+  return results
+
+
+def _write_comparison(config: config_lib.ResolvedConfig, workdir: str,
+                      results: Mapping[str, Mapping[str, Any]], overrides: Mapping[str, Any]) -> None:
+  """comparison.json and comparison.md (process 0) of `results` {row: a run's results}, with the linear
+  baseline's row (`_linear_baseline`) when it applies; the table also goes to the console."""
+  from jax_structured.training import linear_baseline  # pylint: disable=g-import-not-at-top
+  rows, notes = dict(results), []
+  baseline = _linear_baseline(config)
+  if baseline is not None:
+    rows[linear_baseline.NAME] = baseline
+    notes.append(linear_baseline.describe(baseline))
+  comparison = comparison_table(rows, metrics=config.train.comparison_metrics)
+  costs = [key for key, _, _ in COST_COLUMNS]
+  metrics_lib.write_json(os.path.join(workdir, 'comparison.json'), {
+      name: {split: r.get(split) for split in EVAL_SPLITS}
+      | {key: r.get(key) for key in ('best_step', 'dev_metric', *costs)}
+      | ({'overrides': overrides.get(name, {})} if name in results else {})
+      | ({'linear_baseline': r['linear_baseline']} if 'linear_baseline' in r else {})
+      for name, r in rows.items()})
+  text = comparison + ''.join(f'\n{note}\n' for note in notes)
   if jax.process_index() == 0:
     with open(os.path.join(workdir, 'comparison.md'), 'w', encoding='utf-8') as f:
-      f.write(comparison)
-  metrics_lib.console(comparison)
-  return results
+      f.write(text)
+  metrics_lib.console(text)
+
+
+def _linear_baseline(config: config_lib.ResolvedConfig) -> dict[str, Any] | None:
+  """The results of `training.linear_baseline` on `config.data` (sentence and pair classification),
+  or None (the console says why)."""
+  from jax_structured import data  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import linear_baseline  # pylint: disable=g-import-not-at-top
+  if config.task not in ('', *linear_baseline.KINDS):
+    metrics_lib.console(f'{linear_baseline.NAME}: not fitted: task {config.task!r} is not sentence or pair '
+                        'classification')
+    return None
+  data_config = ml_collections.ConfigDict(config.data.to_dict())
+  data_config.embeddings = ''  # its features are words: no vectors to read
+  task_data = data.load(data_config)
+  reason = linear_baseline.applies(task_data)
+  if reason:
+    metrics_lib.console(f'{linear_baseline.NAME}: not fitted: {reason}')
+    return None
+  try:
+    return linear_baseline.fit(task_data, seed=config.seed)
+  except (ValueError, MemoryError) as e:  # the encoders' rows are written all the same
+    metrics_lib.console(f'{linear_baseline.NAME}: not fitted: {type(e).__name__}: {e}')
+    return None
 
 
 COST_COLUMNS = (('num_parameters', 'parameters', '{:,}'), ('steps_per_second', 'train steps/s', '{:.2f}'),
@@ -829,6 +944,10 @@ def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best
 
   Returns:
     {'split', 'step', 'checkpoint', metric: value, ...}.
+
+  Raises:
+    errors.NotSavedError naming the file and the cause when the result cannot be written (its
+    `result` holds it; nothing half-written is left under the final name).
   """
   if not os.path.isdir(workdir):
     raise FileNotFoundError(f'workdir {workdir} does not exist')
@@ -838,5 +957,11 @@ def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best
   batch_size = config.train.eval_batch_size or int(config.data.batch_size)
   result = {'split': split, 'step': step, 'checkpoint': str(checkpoint),
             **evaluate_split(setup, setup.runner.place(state), data_split, batch_size)}
-  metrics_lib.write_json(os.path.join(workdir, f'eval_{split}.json'), result)
+  path = os.path.join(workdir, f'eval_{split}.json')
+  try:
+    metrics_lib.write_json(path, result)  # a temporary file renamed when complete
+  except OSError as e:
+    cause = workdir_lock.cannot_write(e, path)
+    reason = str(cause) if cause is not e else f'{path}: {e.strerror or e}'
+    raise errors.NotSavedError(f'could not save the evaluation: {reason}', result) from e
   return result

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from jax_structured import errors
 from jax_structured.data import core
 from jax_structured.data import embeddings as embeddings_lib
 from jax_structured.data import parsed_trees
@@ -21,11 +22,16 @@ _BUILDER_SPLITS = {'train': 'train', 'validation': 'validation', 'test': 'test'}
 
 
 def read_splits(builder_name: str, cfg, builder_config: str | None
-                ) -> tuple[dict[str, list[dict]], collections.Counter, bool]:
-  """Reads every available split.
+                ) -> tuple[dict[str, list[dict]], collections.Counter, tuple[str, ...]]:
+  """Reads every available split; holds dev (and test) out of train where the files have none.
+
+  Without a dev file, `validation_fraction` of train is held out as dev; without a dev and a test
+  file, also `test_fraction` of it as test (`hold_out`, seeded by `seed`). A line says what was held
+  out of which file, or that the run has no test split.
 
   Returns:
-    ({train/dev/test: raw examples}, builder-dropped counts, whether dev was held out from train).
+    ({train/dev/test: raw examples}, builder-dropped counts (with `on_bad_lines='skip'`, the skipped
+    lines per reason), the names of the splits held out of train).
   """
   from jax_structured.data import builders  # pylint: disable=g-import-not-at-top
   manual_dir = os.path.expanduser(cfg['manual_dir'])
@@ -35,34 +41,94 @@ def read_splits(builder_name: str, cfg, builder_config: str | None
         f'{builder_name}: no training split in config.data.manual_dir={manual_dir} (found only '
         f'{available}); the vocabulary and label set are built on train')
   raw, skipped = {}, collections.Counter()
-  encoding = cfg.get('encoding') or None
+  source = dict(manual_dir=manual_dir, data_dir=parsed_trees.data_root(cfg), config=builder_config,
+                encoding=cfg.get('encoding') or None, on_bad_lines=cfg.get('on_bad_lines', 'error'))
   for ours, theirs in _BUILDER_SPLITS.items():
     if theirs in available:
-      raw[ours] = builders.load_examples(builder_name, theirs, manual_dir=manual_dir,
-                                         data_dir=parsed_trees.data_root(cfg), config=builder_config,
-                                         encoding=encoding)
-  info = builders.report(builder_name, manual_dir=manual_dir, data_dir=parsed_trees.data_root(cfg),
-                         config=builder_config, encoding=encoding)
+      raw[ours] = builders.load_examples(builder_name, theirs, **source)
+  info = builders.report(builder_name, **source)
   for split, counts in info.get('dropped', {}).items():
     ours = {v: k for k, v in _BUILDER_SPLITS.items()}.get(split, split)
     for reason, count in counts.items():
       if count:
         skipped[f'{ours}/{reason}'] += int(count)
-  held_out = 'validation' not in raw and cfg['validation_fraction'] > 0
-  if held_out:
-    raw['train'], raw['validation'] = hold_out(raw['train'], cfg['validation_fraction'], cfg['seed'])
-  return {s: raw[s] for s in ('train', 'validation', 'test') if s in raw}, skipped, held_out
+  first_bad = [line for lines in info.get('bad_lines', {}).values() for line in lines]
+  if first_bad:
+    print(f"{builder_name}: bad lines left out (config.data.on_bad_lines='skip'; counted in the "
+          'summary below), first: ' + '; '.join(map(text_lib.printable, first_bad)), flush=True)
+  fractions = {}
+  if 'validation' not in raw and cfg['validation_fraction'] > 0:
+    fractions['validation'] = cfg['validation_fraction']
+    if 'test' not in raw and cfg.get('test_fraction', 0.0) > 0:
+      fractions['test'] = cfg['test_fraction']
+  train_file = ', '.join(info.get('source_files', {}).get('train', [])) or 'the train file'
+  if fractions:
+    parts = carve(raw['train'], fractions, cfg['seed'])
+    print(_held_out_line(builder_name, manual_dir, train_file, len(raw['train']), parts, fractions,
+                         cfg['seed']), flush=True)
+    raw.update(parts)
+  if 'test' not in raw:
+    print(_no_test_line(builder_name, manual_dir, 'validation' in available), flush=True)
+  splits = {s: raw[s] for s in ('train', 'validation', 'test') if s in raw}
+  return splits, skipped, tuple(fractions)
+
+
+_SPLIT_NAMES = {'validation': 'dev', 'test': 'test'}
+_FRACTION_KEYS = {'validation': 'validation_fraction', 'test': 'test_fraction'}
+
+
+def _held_out_line(name: str, manual_dir: str, train_file: str, total: int, parts: dict[str, list],
+                   fractions: dict[str, float], seed: int) -> str:
+  """'<name>: no dev file in DIR: held out N of the M examples of train.tsv as dev (...)'."""
+  missing = ' or '.join(_SPLIT_NAMES[s] for s in fractions)
+  held = ' and '.join(f'{len(parts[s])} as {_SPLIT_NAMES[s]} (config.data.{_FRACTION_KEYS[s]}='
+                      f'{fractions[s]:.4g})' for s in fractions)
+  return (f'{name}: no {missing} file in {manual_dir}: held out {held} of the {total} examples of '
+          f'{train_file} (config.data.seed={seed}); train keeps {len(parts["train"])}')
+
+
+def _no_test_line(name: str, manual_dir: str, has_dev: bool) -> str:
+  """'<name>: no test file in DIR: this run has no test split ...'."""
+  how = ('add a test file to the folder for one' if has_dev else
+         'set config.data.test_fraction to hold one out of train')
+  return (f'{name}: no test file in {manual_dir}: this run has no test split and reports no test '
+          f'metric ({how})')
+
+
+def carve(examples: list, fractions: dict[str, float], seed: int) -> dict[str, list]:
+  """Deterministic random hold-out of round(fraction * n) examples per split, every part in file order.
+
+  Args:
+    examples: the training examples.
+    fractions: `{'validation': f}` or `{'validation': f, 'test': g}`, fractions of all `examples`.
+    seed: `config.data.seed`; the dev part depends only on it and on `f` (not on `g`).
+
+  Returns:
+    `{'train': rest, 'validation': dev, 'test': test}` (the splits of `fractions`, and train).
+
+  Raises:
+    errors.ConfigError: a fraction that leaves a split empty.
+  """
+  n = len(examples)
+  order = np.random.default_rng([seed, 7]).permutation(n).tolist()
+  taken, start = {}, 0
+  for split, fraction in fractions.items():
+    count = int(round(fraction * n))
+    if count == 0 or start + count >= n:
+      raise errors.ConfigError(f'config.data.{_FRACTION_KEYS.get(split, split)}={fraction} of {n} '
+                               'training examples leaves an empty split')
+    taken.update((i, split) for i in order[start:start + count])
+    start += count
+  parts = {'train': [], **{s: [] for s in fractions}}
+  for i, example in enumerate(examples):
+    parts[taken.get(i, 'train')].append(example)
+  return parts
 
 
 def hold_out(examples: list, fraction: float, seed: int) -> tuple[list, list]:
-  """Deterministic random hold-out of round(fraction * n) examples, both parts in file order."""
-  n = len(examples)
-  num_dev = int(round(fraction * n))
-  if num_dev == 0 or num_dev == n:
-    raise ValueError(f'validation_fraction={fraction} of {n} training examples leaves an empty split')
-  dev_idx = set(np.random.default_rng([seed, 7]).permutation(n)[:num_dev].tolist())
-  return ([e for i, e in enumerate(examples) if i not in dev_idx],
-          [e for i, e in enumerate(examples) if i in dev_idx])
+  """`carve` of dev only: (train, dev), both in file order."""
+  parts = carve(examples, {'validation': fraction}, seed)
+  return parts['train'], parts['validation']
 
 
 def progress(items: Sequence, desc: str) -> Iterable:
@@ -115,7 +181,7 @@ def locate(builder_name: str, cfg, builder_config, split: str, needle: str, inde
     cls = builders.BUILDERS[builder_name]
     files = cls.source_files(pathlib.Path(os.path.expanduser(cfg['manual_dir'])), builder_config)
     paths = files.get(_BUILDER_SPLITS.get(split, split), [])
-    if split == 'validation' and not paths:
+    if split in ('validation', 'test') and not paths:
       paths = files.get('train', [])  # held out from train
     quoted = re.escape(needle)
     tiers = [re.compile(rf'^"?{quoted}(?:"|\t|,|:|\s|$)'),
@@ -166,7 +232,8 @@ def finish(name: str, kind: str, cfg, vocab, label_names, examples: dict[str, li
   if coverage is not None:
     extras['embedding_coverage'] = coverage
   splits = {s: core.Split(s, kind, ex, bucket_boundaries=cfg['bucket_boundaries'],
-                          num_steps=num_steps, context=context) for s, ex in examples.items()}
+                          num_steps=num_steps, context=context,
+                          words=_aligned_words(words, s, ex)) for s, ex in examples.items()}
   truncated = {k: v for k, v in sorted(skipped.items()) if _is_truncation(k)}
   skipped = {k: v for k, v in sorted(skipped.items()) if not _is_truncation(k)}
   if truncated:
@@ -175,6 +242,8 @@ def finish(name: str, kind: str, cfg, vocab, label_names, examples: dict[str, li
   message = f'{name}: {sizes} examples; vocabulary {len(vocab)}; {len(label_names)} labels'
   if skipped:
     message += '; skipped ' + ', '.join(f'{k}: {v}' for k, v in skipped.items())
+    # Saved with the run (extras.json in the workdir): what the data lost, per '<split>/<reason>'.
+    extras['skipped'] = dict(skipped)
   if truncated:
     message += '; truncated (kept) ' + ', '.join(f'{k}: {v}' for k, v in truncated.items())
   print(message, flush=True)
@@ -182,14 +251,20 @@ def finish(name: str, kind: str, cfg, vocab, label_names, examples: dict[str, li
                        embeddings=matrix, skipped=skipped, extras=extras)
 
 
+def _aligned_words(words: dict[str, list] | None, split: str, examples: list) -> list | None:
+  """`words[split]` when it holds one entry per example of `split`, else None."""
+  kept = (words or {}).get(split)
+  return list(kept) if kept is not None and len(kept) == len(examples) else None
+
+
 def _is_truncation(key: str) -> bool:
   """Whether a count key `'<split>/<reason>'` counts truncated (kept) rather than dropped records."""
   return key.split('/', 1)[-1].startswith('truncated')
 
 
-def train_label_names(data: dict[str, list], held_out: bool) -> list[str]:
-  """Label names of the training examples (and of a dev part held out from train)."""
-  splits = ['train'] + (['validation'] if held_out else [])
+def train_label_names(data: dict[str, list], held_out: Sequence[str]) -> list[str]:
+  """Label names of the training examples (and of the dev / test parts held out from train)."""
+  splits = ['train', *held_out]
   return _sorted_labels(y for s in splits for _, y in data.get(s, []))
 
 
