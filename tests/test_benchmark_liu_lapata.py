@@ -146,6 +146,7 @@ def test_epoch_minutes_and_goal_lines():
   assert all('(the goal is for one H100)' in line for line in cpu)
 
 
+@pytest.mark.slow  # end to end from the command line: runs after the suite (.ci/run)
 def test_tiny_end_to_end_run():
   """run(): the SNLI table (train and eval steps) and the document table at tiny sizes."""
   printed = []

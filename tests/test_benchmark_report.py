@@ -52,6 +52,7 @@ class _FakeBench:
 _REAL_RUN_ELSEWHERE = ('liu_lapata', 'relation_networks')
 
 
+@pytest.mark.slow  # end to end from the command line: runs after the suite (.ci/run)
 def test_quick_report_runs_every_family_for_real(tmp_path):
   """`python -m launch.benchmark report --quick`, the real command: every family not measured for real
   by another test runs (worker processes, the fast compile settings) and reports finite numbers."""

@@ -143,6 +143,7 @@ def test_a_saved_config_that_no_longer_resolves_names_the_file_and_the_key(tmp_p
     training.checkpoints.read_config(str(tmp_path))
 
 
+@pytest.mark.slow  # end to end from the command line: runs after the suite (.ci/run)
 def test_launchers_end_to_end(tmp_path):
   config_file = tmp_path / 'tiny.py'
   config_file.write_text(textwrap.dedent(f'''

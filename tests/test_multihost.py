@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TESTS)
@@ -52,6 +53,7 @@ def _free_port() -> int:
     return s.getsockname()[1]
 
 
+@pytest.mark.slow  # end to end from the command line: runs after the suite (.ci/run)
 def test_two_processes_train_in_lock_step(tmp_path):
   import jax  # pylint: disable=g-import-not-at-top
   import test_training_support as support  # pylint: disable=g-import-not-at-top

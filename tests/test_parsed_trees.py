@@ -206,6 +206,7 @@ def test_stale_or_broken_caches_are_errors_naming_split_example_and_line(parser_
   assert parsed_trees.tree_problem([-1, 0, -1]) is None
 
 
+@pytest.mark.slow  # end to end from the command line: runs after the suite (.ci/run)
 def test_quora_pairs_supervised_rows_train_and_padding_changes_nothing(parser_workdir, tmp_path):
   quora = _load_config_file(REPO / 'configs' / 'yu' / 'quora.py',
                             f'recurrent_rn_supervised,tiny,trees={parser_workdir},'

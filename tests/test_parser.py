@@ -661,6 +661,7 @@ def _tiny_treebank(root):
   return root
 
 
+@pytest.mark.slow  # end to end from the command line: runs after the suite (.ci/run)
 def test_parse_cli_round_trip_with_a_trained_checkpoint(tmp_path):
   """Train (with the character CNN: loader -> batches -> model) -> checkpoint -> parse raw text."""
   from jax_structured import training  # pylint: disable=g-import-not-at-top

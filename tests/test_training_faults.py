@@ -206,6 +206,7 @@ class _Launch:
     return [line for line in self.stderr().splitlines() if line.strip()][-1]
 
 
+@pytest.mark.slow  # end to end from the command line: runs after the suite (.ci/run)
 def test_one_run_per_workdir_and_the_launcher_lines_of_signals(tmp_path):
   (tmp_path / 'tiny.py').write_text(textwrap.dedent(CONFIG_FILE))
   workdir = tmp_path / 'run'

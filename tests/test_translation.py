@@ -341,6 +341,7 @@ SENTENCES = [('i like tea .', 'tôi thích trà .'), ('you like tea .', 'bạn t
              ('i eat .', 'tôi ăn .'), ('you drink tea .', 'bạn uống trà .')]
 
 
+@pytest.mark.slow  # end to end from the command line: runs after the suite (.ci/run)
 def test_tiny_config_trains_and_translates_from_the_command_line(tmp_path):
   folder = tmp_path / 'data'
   folder.mkdir()
