@@ -12,16 +12,6 @@ import test_training_support as support
 from jax_structured import training
 
 
-class Interrupt(Exception):
-  pass
-
-
-def _interrupt_at(k):
-  def hook(step):
-    if step == k:
-      raise Interrupt(f'simulated crash after step {k}')
-  return hook
-
 
 def _tree_equal(a, b):
   la, lb = jax.tree_util.tree_leaves_with_path(a), jax.tree_util.tree_leaves_with_path(b)
@@ -57,11 +47,11 @@ def test_interrupted_run_resumes_bit_identically(tmp_path, uninterrupted):
   full_dir, full = uninterrupted
   workdir = str(tmp_path / 'resumed')
   config = support.make_config(**RESUME_CONFIG)
-  with pytest.raises(Interrupt):  # mid epoch 2 (6 steps per epoch), between evaluations
-    training.train_and_evaluate(config, workdir, hooks=[_interrupt_at(9)])
+  with pytest.raises(support.Crash):  # mid epoch 2 (6 steps per epoch), between evaluations
+    training.train_and_evaluate(config, workdir, hooks=[support.crash_after(9)])
   assert training.load_trained(workdir, 'latest').step == 9
-  with pytest.raises(Interrupt):  # again, right after an evaluation
-    training.train_and_evaluate(config, workdir, hooks=[_interrupt_at(12)])
+  with pytest.raises(support.Crash):  # again, right after an evaluation
+    training.train_and_evaluate(config, workdir, hooks=[support.crash_after(12)])
   resumed = training.train_and_evaluate(config, workdir)
   assert resumed['history'] == full['history']
   assert resumed['steps'] == full['steps'] == 18

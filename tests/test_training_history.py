@@ -174,23 +174,12 @@ TINY = {'train.num_epochs': 2, 'train.eval_every_steps': 4, 'train.checkpoint_ev
         'train.log_every_steps': 2}
 
 
-class _Stop(Exception):
-  pass
-
-
-def _stop_after(k):
-  def hook(step):
-    if step == k:
-      raise _Stop(f'stopped after step {k}')
-  return hook
-
-
 @pytest.fixture(scope='module')
 def interrupted(tmp_path_factory):
   """A tiny run stopped after step 10: checkpoints of step 10 (latest) and of the best evaluation."""
   workdir = str(tmp_path_factory.mktemp('interrupted') / 'run')
-  with pytest.raises(_Stop):
-    training.train_and_evaluate(support.make_config(**TINY), workdir, hooks=[_stop_after(10)])
+  with pytest.raises(support.Crash):
+    training.train_and_evaluate(support.make_config(**TINY), workdir, hooks=[support.crash_after(10)])
   steps = sorted(int(n) for n in os.listdir(os.path.join(workdir, 'checkpoints')))
   assert len(steps) == 2 and steps[-1] == 10
   return workdir, steps[0]

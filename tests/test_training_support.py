@@ -119,6 +119,18 @@ def build_tiny_model(model_config, *, vocab_size, num_classes, embeddings=None):
                    dropout=model_config.get('dropout', 0.0), sow_trees=model_config.get('sow_trees', True))
 
 
+class Crash(Exception):
+  """Raised by `crash_after`'s hook: a run dying after a step, for the resume tests."""
+
+
+def crash_after(k):
+  """A train hook raising `Crash` right after step `k`."""
+  def hook(step):
+    if step == k:
+      raise Crash(f'simulated crash after step {k}')
+  return hook
+
+
 def make_config(**overrides):
   """A complete config for the tiny job; `overrides` are dotted keys."""
   config = ml_collections.ConfigDict()
