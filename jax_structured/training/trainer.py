@@ -774,7 +774,8 @@ def _linear_baseline(config: config_lib.ResolvedConfig) -> dict[str, Any] | None
                         'classification')
     return None
   data_config = ml_collections.ConfigDict(config.data.to_dict())
-  data_config.embeddings = ''  # its features are words: no vectors to read
+  if 'embeddings' in data_config:  # its features are words: no vectors to read
+    data_config.embeddings = ''
   task_data = data.load(data_config)
   reason = linear_baseline.applies(task_data)
   if reason:
