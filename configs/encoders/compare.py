@@ -30,7 +30,8 @@ logistic regression tuned on dev (jax_structured/training/linear_baseline.py; tr
 A one-row run's workdir holds that row's run itself; all rows: one folder per row.
 
 Data: TREC (coarse, 6 classes; 500 of the 5452 training questions held out for validation as Yu et al.
-do) from ../shared/data/trec; `sst` = SST-5 root labels (../shared/data/sst); `snli` = SNLI dev as the
+do) from ../shared/data/trec; `sst` = SST-5 root labels (../shared/data/sst), `sst2` = SST-2 (neutral
+sentences dropped); `snli` = SNLI dev as the
 training set (10% held out), SNLI test as test (only dev and test are shared: see configs/liu_lapata/snli.py).
 Word vectors: none by default (300-d, random init, trained); `--config.data.embeddings=glove-6b-50d`
 (or any vectors file / registered name, see jax_structured/data/embeddings.py; 'word2vec' trains
@@ -40,10 +41,10 @@ model.embedding_dim are 0, "the vectors' size", jax_structured/training/embeddin
 Options (comma-separated after the file name):
   ''                     every encoder of ENCODERS as `variants`, on TREC.
   <encoder row>          one row of ENCODERS only (e.g. bilstm_max).
-  sst | snli             the data set (default TREC).
+  sst | sst2 | snli      the data set (default TREC): SST-5 or SST-2 sentence roots, SNLI.
   tiny                   small sizes and 30 steps, for a CPU smoke run.
 Paper families add their rows to ENCODERS (relation networks, DCNN / Tree-LSTM, MHS-RNN / HAN).
-Rows that need SST's trees (Chen et al.'s Tree-LSTM and AP-DCNN) are in TREE_ENCODERS: `sst` only.
+Rows that need SST's trees (Chen et al.'s Tree-LSTM and AP-DCNN) are in TREE_ENCODERS: `sst` / `sst2` only.
 """
 from configs import common
 
@@ -66,13 +67,13 @@ ENCODERS = {
     # Chen et al. (2017): DCNN (widths 7 then 5, 100 maps, k_top 4; its own k-max vector).
     'dcnn': ({'name': 'dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4}, 'encoder'),
 }
-# Rows that need SST's binarised trees (`sst` only; data.binary_trees=True): Chen et al.'s Tree-LSTM and AP-DCNN.
+# Rows that need SST's binarised trees (`sst` / `sst2` only; data.binary_trees=True): Chen et al.'s Tree-LSTM and AP-DCNN.
 TREE_ENCODERS = {
     'tree_lstm': ({'name': 'tree_lstm', 'hidden_size': 150}, 'encoder'),
     'ap_dcnn': ({'name': 'ap_dcnn', 'branches': ((7, 5),), 'features': 100, 'k_top': 4,
                  'classifier_input': 'both'}, 'encoder'),
 }
-DATASETS = ('trec', 'sst', 'snli')
+DATASETS = ('trec', 'sst', 'sst2', 'snli')
 TINY_SIZES = {'hidden_size': 8, 'projection': 8, 'features': 4, 'relation_size': 8, 'semantic_size': 6,
               'mlp_hidden': 8}
 
@@ -84,8 +85,9 @@ def _data(dataset: str) -> tuple[str, dict]:
   sizes = {'batch_size': 32, 'embeddings': '', 'embedding_dim': 0}  # 0: the vectors', else 300
   if dataset == 'trec':  # Yu et al.: 500 of train for validation
     return 'trec', {'manual_dir': common.shared('trec'), 'validation_fraction': 500 / 5452, **sizes}
-  if dataset == 'sst':  # binary_trees: the tree rows' structure inputs (tokens are then the tree leaves)
-    return 'sst', {'manual_dir': common.shared('sst'), 'config': 'fine', 'binary_trees': True, **sizes}
+  if dataset in ('sst', 'sst2'):  # binary_trees: the tree rows' structure inputs (tokens: the tree leaves)
+    return 'sst', {'manual_dir': common.shared('sst'), 'config': 'fine' if dataset == 'sst' else 'binary',
+                   'binary_trees': True, **sizes}
   return 'snli', {'manual_dir': common.snli_dev_as_train(), 'validation_fraction': 0.1, **sizes}
 
 
@@ -94,9 +96,11 @@ def get_config(options=''):
   opts = common.parse_options(options, 'configs/encoders/compare.py',
                               choices={'row': sorted({**ENCODERS, **TREE_ENCODERS}), 'dataset': DATASETS})
   dataset = opts.dataset or 'trec'
-  if opts.row in TREE_ENCODERS and dataset != 'sst':
-    raise ValueError(f'configs/encoders/compare.py: row {opts.row!r} needs SST trees; add the option sst')
-  rows = {**ENCODERS, **(TREE_ENCODERS if dataset == 'sst' else {})}
+  trees = dataset in ('sst', 'sst2')
+  if opts.row in TREE_ENCODERS and not trees:
+    raise ValueError(f'configs/encoders/compare.py: row {opts.row!r} needs SST trees; add the option sst '
+                     'or sst2')
+  rows = {**ENCODERS, **(TREE_ENCODERS if trees else {})}
   encoder, pooling = rows[opts.row or 'bilstm_max']
   pair = dataset == 'snli'
   loader, data = _data(dataset)
