@@ -56,20 +56,36 @@ class Vocabulary:
     return token in self._index
 
   def id(self, token: str) -> int:
+    """The id of `token`, or `UNK_ID` (1) when it is not in the vocabulary."""
     return self._index.get(token, UNK_ID)
 
   def encode(self, tokens: Sequence[str]) -> np.ndarray:
+    """Maps tokens to ids (`UNK_ID` for unknown tokens).
+
+    Args:
+      tokens: a sequence of T token strings.
+
+    Returns:
+      int32 array [T] of ids.
+    """
     return np.asarray([self._index.get(t, UNK_ID) for t in tokens], dtype=np.int32)
 
   def decode(self, ids: Iterable[int]) -> list[str]:
+    """Maps ids back to their token strings (`<pad>` for 0, `<unk>` for 1)."""
     return [self.tokens[int(i)] for i in ids]
 
   def save(self, path: str) -> None:
+    """Writes the token list (index order) as JSON to `path`; `Vocabulary.load` reads it back."""
     with open(path, 'w', encoding='utf-8') as f:
       json.dump(self.tokens, f, ensure_ascii=False)
 
   @classmethod
   def load(cls, path: str) -> 'Vocabulary':
+    """Reads a vocabulary written by `save`.
+
+    Raises:
+      FileNotFoundError: when `path` does not exist.
+    """
     if not os.path.exists(path):
       raise FileNotFoundError(f'vocabulary file not found: {path}')
     with open(path, encoding='utf-8') as f:
@@ -99,6 +115,18 @@ class Split:
 
   def batches(self, batch_size: int, *, shuffle: bool, seed: int = 0, epoch: int = 0,
               num_shards: int = 1) -> Iterator[dict[str, np.ndarray]]:
+    """Padded, length-bucketed batches of this split (`batching.make_batches`).
+
+    Args:
+      batch_size: rows per batch B, divisible by `num_shards`.
+      shuffle: shuffle inside buckets and the batch order (training) or keep a fixed order.
+      seed: shuffling seed.
+      epoch: epoch number, folded into the shuffling seed.
+      num_shards: number of data-parallel shards the batch will be split over.
+
+    Returns:
+      An iterator of batch dicts of numpy arrays with `example_mask [B]` and `example_index [B]`.
+    """
     from jax_structured.data import batching  # pylint: disable=g-import-not-at-top
     return batching.make_batches(self.examples, self.kind, batch_size, shuffle=shuffle, seed=seed,
                                  epoch=epoch, num_shards=num_shards,
@@ -119,4 +147,5 @@ class TaskData:
 
   @property
   def num_classes(self) -> int:
+    """Number of labels, `len(label_names)`."""
     return len(self.label_names)

@@ -245,10 +245,12 @@ class Coverage:
 
   @property
   def fraction(self) -> float:
+    """Share of the vocabulary words (without `<pad>`, `<unk>`) that got a pretrained vector."""
     return self.found / max(self.vocab_size, 1)
 
   @property
   def token_fraction(self) -> float:
+    """Share of the counted corpus tokens whose vocabulary row is a pretrained vector."""
     return self.tokens_found / max(self.tokens, 1)
 
   def __str__(self) -> str:

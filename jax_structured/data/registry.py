@@ -12,6 +12,11 @@ _LOADERS: dict[str, Callable] = {}
 
 
 def register(name: str):
+  """Decorator registering a data loader `fn(config) -> TaskData` under `name` for `data.load`.
+
+  Raises:
+    ValueError: when `name` is already registered.
+  """
   def wrap(fn):
     if name in _LOADERS:
       raise ValueError(f'data loader {name!r} registered twice')
@@ -30,6 +35,7 @@ def load(config):
 
 
 def names() -> list[str]:
+  """The registered dataset names (the values `config.data.name` accepts), sorted."""
   _import_loaders()
   return sorted(_LOADERS)
 

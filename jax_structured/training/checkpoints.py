@@ -289,15 +289,19 @@ class Checkpoints:
     self.manager = ocp.CheckpointManager(self.directory, options=options, item_names=('state', 'meta'))
 
   def step_path(self, step: int) -> str:
+    """The directory of the checkpoint of `step` (it need not exist)."""
     return os.path.join(self.directory, str(step))
 
   def latest_step(self) -> int | None:
+    """The newest saved step, or None when there is no checkpoint."""
     return self.manager.latest_step()
 
   def best_step(self) -> int | None:
+    """The step with the best `dev_metric` (ties: the earliest), or None when none was saved with metrics."""
     return self.manager.best_step()
 
   def all_steps(self) -> list[int]:
+    """Every saved step (the latest and the best are kept)."""
     return list(self.manager.all_steps())
 
   def save(self, step: int, state: Any, meta: Mapping[str, Any],
@@ -451,6 +455,7 @@ class Checkpoints:
         'parameters): retrain into a fresh --workdir, or check out the code that wrote it.')
 
   def close(self) -> None:
+    """Waits for pending work and releases the checkpoint manager (also on leaving a `with` block)."""
     self.manager.close()
 
   def __enter__(self) -> 'Checkpoints':

@@ -195,7 +195,9 @@ class Plateau:
     return self.scale
 
   def state(self) -> dict[str, Any]:
+    """The JSON-serialisable state (`best`, `bad_evals`, `scale`) saved with the checkpoints."""
     return {'best': self.best, 'bad_evals': self.bad_evals, 'scale': self.scale}
 
   def restore(self, state: dict[str, Any]) -> None:
+    """Restores the state returned by `state` (on resuming a run)."""
     self.best, self.bad_evals, self.scale = state['best'], state['bad_evals'], state['scale']

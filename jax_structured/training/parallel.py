@@ -94,6 +94,7 @@ def _host(x: jax.Array | np.ndarray) -> np.ndarray:
 
 
 def to_host(tree: Any) -> Any:
+  """A copy of a pytree of (replicated, possibly multi-process) arrays as numpy arrays on the host."""
   return jax.tree.map(_host, tree)
 
 
@@ -319,12 +320,14 @@ class Runner:
                        '`Runner(mode, **parallel.model_steps(...))`')
 
   def put_rng(self, rng: jax.Array) -> jax.Array:
+    """Places a PRNG key where the compiled steps of this mode expect it (replicated over the mesh)."""
     if self.mode == 'pmap':
       return jax.device_put(rng, self.local_devices[0])
     return self.replicate(rng)
 
 
 def bind(fn: Callable, **kwargs) -> Callable:
+  """Binds keyword arguments of a step function (`functools.partial`), e.g. for `Runner` steps."""
   return functools.partial(fn, **kwargs)
 
 

@@ -44,6 +44,7 @@ class TranslationTask(tasks.Task):
   higher_is_better = False
 
   def loss_and_metrics(self, outputs, batch):
+    """Target-token NLL of `logits` against `target[:, 1:]`; metrics `loss`, `nll`."""
     logits = outputs['logits']
     targets = jnp.asarray(batch['target'], jnp.int32)[:, 1:]
     mask = (jnp.arange(targets.shape[1])[None] < batch['target_lengths'][:, None] - 1)
@@ -52,6 +53,7 @@ class TranslationTask(tasks.Task):
     return nll_sum / jnp.maximum(count, 1.0), {'loss': (nll_sum, count), 'nll': (nll_sum, count)}
 
   def eval_metrics(self, outputs, batch, intermediates):
+    """The base metrics plus BLEU n-gram statistics when the outputs hold beam-search `hypotheses`."""
     out = dict(super().eval_metrics(outputs, batch, intermediates))
     if 'hypotheses' not in outputs:
       return out
@@ -64,6 +66,7 @@ class TranslationTask(tasks.Task):
     return out
 
   def summarize(self, sums):
+    """Averages plus `perplexity` and, when the BLEU statistics are present, corpus `bleu` (0-100)."""
     raw = {k: v for k, v in sums.items() if not k.startswith('bleu_')}
     out = super().summarize(raw)
     s, c = sums['nll']
