@@ -3,7 +3,7 @@
 Every layer may raise these (this module imports nothing of the package, so `data` and `viz` can use
 it too). The launchers (`launch/_errors.py`) print a `UserError` as one line on stderr and exit with
 status 2; any other exception is a bug and keeps its traceback. A message is one line that says what
-is wrong, where (file:line, `config.<key>`) and what to do.
+is wrong, where (file:line, `config.<key>`) and what to do. The classes::
 
   UserError          base class
   ConfigError        a config key or value (also a ValueError, as config validation always raised)

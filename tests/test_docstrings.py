@@ -15,6 +15,8 @@ PACKAGES = (
     'jax_structured.trees',
     'jax_structured.nn',
     'jax_structured.models',
+    'jax_structured.models.encoders',  # the encoder registry and contract (docs/api/models.md)
+    'jax_structured.models.heads',
     'jax_structured.data',
     'jax_structured.training',
     'jax_structured.analysis',
@@ -30,7 +32,8 @@ def _public_names(module):
     return list(names)
   return [name for name, value in vars(module).items()
           if not name.startswith('_') and
-          (isinstance(value, types.ModuleType) or getattr(value, '__module__', None) == module.__name__)]
+          (value.__name__.startswith(module.__name__ + '.') if isinstance(value, types.ModuleType)
+           else getattr(value, '__module__', None) == module.__name__)]
 
 
 def _has_own_class_doc(cls):

@@ -1,6 +1,7 @@
 """Analysis of trained workdirs: restore a run, run its model, decode and draw what it learned.
 
-The layer above `training` (it restores workdirs with `training.load_trained`) and below `launch`:
+The layer above `training` (it restores workdirs with `training.load_trained`) and below `launch`::
+
   `induce_trees(workdir, split)`       trees of a structured-attention model: CoNLL-U, Table 5/6
                                        statistics, pictures (Liu & Lapata 2018, sec. 4.3)
   `render_attention(workdir, split)`   LSTMN intra-attention pictures (Cheng et al. 2016, Figs. 4-5)
@@ -12,6 +13,7 @@ The layer above `training` (it restores workdirs with `training.load_trained`) a
   `parsing.parse_file(workdir, ...)`   a trained parser's CoNLL-U of a file (launch.parse)
   `parsing.annotate(workdir, data)`    a dataset's heads cache for `config.data.trees` (launch.parse
                                        --annotate; Yu et al. 2018's supervised-tree rows)
+
 Pictures are drawn by `viz` from plain arrays. `training.train_and_evaluate(...,
 induce_trees=analysis.induce_trees)` draws the trees after training when `config.train.render_trees`.
 """

@@ -6,6 +6,7 @@ sec. IV-D, Figure 5 and Table II).
 the dynamic boundaries z_t ('document_boundaries'; HM-RNN: one layer of [N, L]), z~_t
 ('document_boundary_probs'), the static boundaries p_t ('document_static_boundaries', else the sentence
 ends), the word attention and the flat tokens. From these:
+
   * phrase lengths (`phrase_lengths`, `length_statistics`): as the paper defines them, the number of
     words between two consecutive boundaries, the first boundary word excluded and the second
     included; the boundaries are those of the phrase layer, b_t = z_t OR p_t (its update rule, eq. 5),
@@ -19,6 +20,7 @@ ends), the word attention and the flat tokens. From these:
     punctuation: the class is then 'punctuation (p)'. At a static boundary the model's update does not
     depend on z_t (scenarios 1 and 6); the table gives p_t's count beside z_t's.
   * HTML pictures of the first documents, boundaries marked like Figure 5 (`viz.boundaries`).
+
 Everything is written to `<output_dir>` (default `<workdir>/boundaries_<split>`): `boundaries.json`
 (statistics), `documents.jsonl` (every document's words, z, z~, p) and `index.html`.
 """
@@ -132,10 +134,11 @@ def boundary_shares(documents: Sequence[Sequence[str]], dynamic: Sequence[np.nda
     classify: token -> class (`word_class`).
 
   Returns:
-    {'classes': {class: {'tokens', 'dynamic' (# with z_t = 1), 'dynamic_pct' (% of the class's tokens),
-      'share_pct' (% of all dynamic boundaries), 'static' (# with p_t = 1)}} for the classes present,
-     'conjunctions': {word: {'tokens', 'dynamic', 'dynamic_pct'}} for Table II's words present,
-     'tokens', 'dynamic'}.
+    `{'classes': {class: {'tokens', 'dynamic', 'dynamic_pct', 'share_pct', 'static'}}, 'conjunctions':
+    {word: {'tokens', 'dynamic', 'dynamic_pct'}}, 'tokens', 'dynamic'}`: per class present, its tokens,
+    the number with z_t = 1 after them ('dynamic'), that as % of the class's tokens ('dynamic_pct'), as %
+    of all dynamic boundaries ('share_pct') and the number with p_t = 1 ('static'); the same per Table
+    II word present ('conjunctions'); and the totals.
   """
   tokens = collections.Counter()
   fired = collections.Counter()

@@ -3,7 +3,7 @@ pictures (Liu & Lapata 2018, Section 4.3).
 
 `induce_trees(workdir, split)` restores the trained model (`training.load_trained`), runs it over the
 split, collects the sown `<prefix>arc_scores`, `<prefix>root_scores`, `<prefix>lengths` of every
-attention level ('' or 'sentence_' for words, 'document_' for sentences, 'premise_' / 'hypothesis_'
+attention level (`''` or `'sentence_'` for words, `'document_'` for sentences, `'premise_'` / `'hypothesis_'`
 for pairs), decodes the maximum spanning trees with `trees.mst` (Chu-Liu-Edmonds, on device, batched,
 inside the same jitted function as the model), writes them as CoNLL-U, computes the statistics of
 Tables 5 and 6 (projective %, mean height, node-depth distribution; same-edge % and UAS against
@@ -211,7 +211,8 @@ def read_conllu(path: str) -> list[tuple[list[str], np.ndarray]]:
   """Reads (words, heads) of every sentence of a CoNLL-U file (multiword and empty nodes skipped).
 
   Raises:
-    FileNotFoundError, or ValueError naming `path:line` for malformed lines or heads.
+    FileNotFoundError: when `path` does not exist.
+    ValueError: naming `path:line`, for malformed lines or heads.
   """
   if not os.path.exists(path):
     raise FileNotFoundError(f'reference CoNLL-U file not found: {path}')

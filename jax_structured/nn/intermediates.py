@@ -12,7 +12,7 @@ def find_intermediates(intermediates: Mapping[str, Any], prefix: str = '') -> di
 
   Args:
     intermediates: the 'intermediates' collection (or the whole mutated-variables dict).
-    prefix: keep only names starting with it, e.g. 'sentence_'.
+    prefix: keep only names starting with it, e.g. `'sentence_'`.
 
   Returns:
     dict name -> value (a tuple if the module was called several times under the same name).

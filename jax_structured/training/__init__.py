@@ -1,10 +1,12 @@
 """Training platform: train loop, optimisers, data parallelism, checkpoints, metrics, evaluation.
 
-Entry points (launchers only parse flags and call these):
+Entry points (launchers only parse flags and call these)::
+
   `train_and_evaluate(config, workdir) -> dict`   train (auto-resume), evaluate, write metrics.json
   `evaluate(workdir, split, checkpoint='best')`   evaluate a saved run on one split
   `load_trained(workdir, checkpoint='best')`      -> Trained(config, model, variables, vocab,
                                                    label_names, extras, step, task)
+
 Tasks (`tasks.register`), optimisers (`optimizers`) and the pure steps (`steps.train_step` /
 `steps.eval_step`) are public too. The config keys, their defaults and `resolve` (the frozen config
 every function here reads; the entry points resolve a plain ConfigDict once) live in

@@ -1,6 +1,6 @@
 """Orbax checkpoints and the files saved beside them in a workdir.
 
-Workdir layout (written by process 0; Orbax coordinates the processes for checkpoints):
+Workdir layout (written by process 0; Orbax coordinates the processes for checkpoints)::
 
   config.json, config.py   the resolved config (`config.py` rebuilds it: `get_config()`; `read_config`
                            resolves it again: `jax_structured.config.resolve`)

@@ -2,7 +2,7 @@
 
 The update of one step is, in order (see `config.OPTIMIZER_DEFAULTS` for the keys):
 
-1. g_emb *= embedding scale (`embedding_grad_scale` during the first `embedding_scale_epochs`
+1. `g_emb *= embedding scale` (`embedding_grad_scale` during the first `embedding_scale_epochs`
    epochs; applied in the train step from `TrainState.embed_scale`, see `embedding_scale`);
 2. g += weight_decay * w for every non-embedding parameter (L2 regularisation as the papers'
    loss term lambda/2 ||w||^2, added to the gradient; Liu & Lapata 2018 exclude word embeddings);
@@ -162,7 +162,7 @@ def embedding_scale(opt: ml_collections.ConfigDict, epoch: int) -> float:
 
 @dataclasses.dataclass
 class Plateau:
-  """Decay on plateau: lr_scale *= factor after `patience` evaluations without improvement.
+  """Decay on plateau: `lr_scale *= factor` after `patience` evaluations without improvement.
 
   An evaluation improves when it beats the best value so far by more than `threshold` (relative);
   after a decay the count restarts. State is plain JSON (saved with the checkpoints).

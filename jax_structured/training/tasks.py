@@ -276,7 +276,7 @@ def tree_uas_metrics(intermediates: Mapping[str, Any], batch: Mapping[str, jax.A
   """Unlabelled attachment score of `trees.mst` trees from sown scores against gold `heads`.
 
   For every sown `<prefix>arc_scores [..., n, n]` with sibling `<prefix>root_scores [..., n]` and
-  `<prefix>lengths [...]` (prefix '', 'sentence_', 'document_', ...), whose leading shape holds as
+  `<prefix>lengths [...]` (prefix `''`, `'sentence_'`, `'document_'`, ...), whose leading shape holds as
   many trees as the gold `<prefix>heads` (or `heads`) `[..., n]`, reports
   `<prefix>uas = (#real words whose predicted head == gold head, #real words)`; real words are
   `position < lengths` of real examples (`example_mask`). Heads follow the `trees` convention

@@ -2,6 +2,7 @@
 
 Figure 5 writes a document's words on lines and marks with a double vertical line '‖' every word
 after which the dynamic boundary detector fired (z_t = 1). Here:
+
   * '‖' (red) after a word with a dynamic boundary z_t = 1 that is not also a static boundary;
   * '|' (grey) after a static boundary p_t = 1 (punctuation / sentence end, eq. 2), and '‖' drawn
     grey-red where both fire;
