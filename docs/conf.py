@@ -11,6 +11,7 @@ do from a checkout).
 import inspect
 import os
 import pathlib
+import re
 import shutil
 import sys
 
@@ -118,5 +119,17 @@ def _warn_missing_docstring(app, what, name, obj, options, lines):
                     subtype='docstring')
 
 
+_FLAX_FIELDS = re.compile(r'(, )?parent: .*, name: str \| None = None\)$')
+
+
+def _drop_flax_fields(app, what, name, obj, options, signature, return_annotation):
+  """Leaves Flax's own `parent` and `name` fields out of the signatures of Linen modules."""
+  del app, name, options
+  if what == 'class' and signature and _FLAX_FIELDS.search(signature):
+    signature = _FLAX_FIELDS.sub(')', signature)
+  return signature, return_annotation
+
+
 def setup(app):
   app.connect('autodoc-process-docstring', _warn_missing_docstring)
+  app.connect('autodoc-process-signature', _drop_flax_fields)
