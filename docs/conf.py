@@ -130,6 +130,17 @@ def _drop_flax_fields(app, what, name, obj, options, signature, return_annotatio
   return signature, return_annotation
 
 
+def _skip_class_fields(app, what, name, obj, skip, options):
+  """Leaves class fields out (their `Attributes:` section documents them); methods stay."""
+  del app, name, options
+  if what in ('class', 'exception') and not (
+      inspect.isroutine(obj) or inspect.isclass(obj) or isinstance(obj, (property, classmethod,
+                                                                          staticmethod))):
+    return True
+  return None if not skip else skip
+
+
 def setup(app):
   app.connect('autodoc-process-docstring', _warn_missing_docstring)
+  app.connect('autodoc-skip-member', _skip_class_fields)
   app.connect('autodoc-process-signature', _drop_flax_fields)
