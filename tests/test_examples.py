@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-nbformat = pytest.importorskip('nbformat', reason='nbformat is not installed (pip install -e ".[docs]")')
-nbclient = pytest.importorskip('nbclient', reason='nbclient is not installed (pip install -e ".[docs]")')
-pytest.importorskip('ipykernel', reason='ipykernel is not installed (pip install -e ".[docs]")')
+nbformat = pytest.importorskip('nbformat', reason='nbformat is not installed (pip install -e ".[test]")')
+nbclient = pytest.importorskip('nbclient', reason='nbclient is not installed (pip install -e ".[test]")')
+pytest.importorskip('ipykernel', reason='ipykernel is not installed (pip install -e ".[test]")')
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'examples')
 
