@@ -7,9 +7,10 @@ with `builders.load_examples`, tokenises as the papers do, builds the vocabulary
 only (`min_count`, plus `<pad>`/`<unk>`), encodes every split and optionally prepares initial
 embeddings (`_common`: the steps they share).
 
-Split names in `TaskData.splits` are `train`, `dev` and `test` (the builders' `validation` is `dev`).
-When a dataset has no development split (TREC), `validation_fraction` of train is held out
-deterministically (from `seed`) as `dev`.
+Split names in `TaskData.splits` are `train`, `validation` (the development set) and `test`, as the
+builders name them. When a dataset has no development split (TREC), `validation_fraction` of train is
+held out deterministically (from `seed`) as `validation`; without a test split, `test_fraction` where
+the loader has it (text_classification), else the split is absent and the console says so.
 
 What was dropped is counted in `TaskData.skipped` (`'<split>/<reason>': count`, including the records
 the builders dropped, e.g. SNLI pairs without gold label, blank lines of a user's file) and printed;
