@@ -123,7 +123,8 @@ def test_options_check_the_new_keys():
     loaders.validate_config(config, 'text_classification')
 
 
-def test_text_classification_dir_does_not_take_trecs_fraction(tmp_path):
+def _compare_config():
+  """configs/encoders/compare.py as a module."""
   spec = importlib.util.spec_from_file_location('compare_config', ROOT / 'configs/encoders/compare.py')
   module = importlib.util.module_from_spec(spec)
   sys.path.insert(0, str(ROOT))
@@ -131,7 +132,22 @@ def test_text_classification_dir_does_not_take_trecs_fraction(tmp_path):
     spec.loader.exec_module(module)
   finally:
     sys.path.remove(str(ROOT))
-  config = module.get_config('bow')
+  return module
+
+
+def test_compare_sst2_is_binary_sst_with_the_tree_rows():
+  compare = _compare_config()
+  config = compare.get_config('sst2')
+  assert (config.data.name, config.data.config, config.data.binary_trees) == ('sst', 'binary', True)
+  assert set(config.variants) == set(compare.ENCODERS) | set(compare.TREE_ENCODERS)
+  assert compare.get_config('sst').data.config == 'fine'
+  assert compare.get_config('tree_lstm,sst2').model.encoder.name == 'tree_lstm'
+  with pytest.raises(ValueError, match='needs SST trees; add the option sst or sst2'):
+    compare.get_config('tree_lstm')
+
+
+def test_text_classification_dir_does_not_take_trecs_fraction(tmp_path):
+  config = _compare_config().get_config('bow')
   assert config.data.validation_fraction == pytest.approx(500 / 5452)
   swapped = loaders.with_text_classification_data(config, str(tmp_path)).data
   assert (swapped.validation_fraction, swapped.test_fraction) == (0.1, 0.1)

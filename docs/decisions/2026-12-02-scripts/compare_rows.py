@@ -3,7 +3,7 @@ r"""Every row of configs/encoders/compare.py beside the linear baseline, one run
   python docs/decisions/2026-12-02-scripts/compare_rows.py run CORE OUT DATASET:ROW ...
   python docs/decisions/2026-12-02-scripts/compare_rows.py table OUT
 
-`run` trains each DATASET:ROW (DATASET: trec, sst2, sst, debian; ROW: a row of compare.py's ENCODERS /
+`run` trains each DATASET:ROW[+key=value...] (DATASET: trec, sst2, sst, debian; ROW: a row of compare.py's ENCODERS /
 TREE_ENCODERS) in turn with compare.py's defaults and glove-6b-50d, pinned to core CORE
 (`taskset -c CORE`, OPENBLAS_NUM_THREADS=1), into OUT/DATASET/ROW, its console in OUT/DATASET/ROW.log
 and its wall time (process start to exit: data, compilation, training, evaluation) in
@@ -29,11 +29,14 @@ DATASETS = {  # name -> (compare.py option, extra flags, what it is)
 
 
 def command(dataset: str, row: str, workdir: str) -> list[str]:
+  """ROW is a row name, optionally with `+key=value` config overrides (a variation of that row)."""
   option, extra, _ = DATASETS[dataset]
+  row, *overrides = row.split('+')
   options = ','.join(o for o in (row, option) if o)
   return ['python', '-m', 'launch.train', f'--config=configs/encoders/compare.py:{options}',
           f'--workdir={workdir}', '--config.data.embeddings=glove-6b-50d',
-          f'--config.train.linear_baseline={row == BASELINE_ROW}', *extra]
+          f'--config.train.linear_baseline={row == BASELINE_ROW and not overrides}', *extra,
+          *(f'--config.{o}' for o in overrides)]
 
 
 def run(core: str, out: str, jobs: list[str]) -> None:

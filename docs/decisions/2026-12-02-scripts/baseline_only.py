@@ -1,0 +1,40 @@
+r"""The linear baseline alone on a config's data, with data overrides (as the trainer fits it).
+
+  python docs/decisions/2026-12-02-scripts/baseline_only.py CONFIG[:OPTIONS] [key=value ...]
+
+e.g. `configs/encoders/compare.py:sst2 train_phrases=True` (SST-2, every labelled phrase of the training
+trees as an example, dev and test whole sentences): prints the baseline's line and its grid.
+"""
+import sys
+import time
+
+from absl import flags  # noqa: F401  (configs import it)
+import ml_collections
+from ml_collections import config_flags  # noqa: F401
+
+from jax_structured import data
+from jax_structured.training import linear_baseline
+
+
+def main(argv):
+  path, _, options = argv[1].partition(':')
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  spec = importlib.util.spec_from_file_location('config', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  config = module.get_config(options)
+  data_config = ml_collections.ConfigDict(config.data.to_dict())
+  data_config.embeddings = ''
+  for item in argv[2:]:
+    key, _, value = item.partition('=')
+    setattr(data_config, key, type(getattr(data_config, key))(value == 'True' if value in ('True', 'False') else value))
+  start = time.perf_counter()
+  task_data = data.load(data_config)
+  results = linear_baseline.fit(task_data)
+  print(linear_baseline.describe(results))
+  print('grid:', results['linear_baseline']['grid'])
+  print(f'train examples {len(task_data.splits["train"])}; load + fits {time.perf_counter() - start:.0f} s')
+
+
+if __name__ == '__main__':
+  main(sys.argv)
