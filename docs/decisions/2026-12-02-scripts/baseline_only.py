@@ -8,9 +8,7 @@ trees as an example, dev and test whole sentences): prints the baseline's line a
 import sys
 import time
 
-from absl import flags  # noqa: F401  (configs import it)
 import ml_collections
-from ml_collections import config_flags  # noqa: F401
 
 from jax_structured import data
 from jax_structured.training import linear_baseline
