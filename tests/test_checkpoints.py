@@ -1,6 +1,9 @@
 """Checkpoints: bit-identical resume, keep latest + best, and clear errors for bad workdirs."""
+import asyncio
+import gc
 import hashlib
 import json
+import logging
 import os
 
 import flax.linen as nn
@@ -97,7 +100,8 @@ def _data_files(step_dir):
 
 
 @pytest.mark.parametrize('damage', ['truncate', 'garble', 'meta'])
-def test_corrupted_checkpoint_is_a_clear_error_or_set_aside_on_resume(tmp_path, uninterrupted, damage):
+def test_corrupted_checkpoint_is_a_clear_error_or_set_aside_on_resume(tmp_path, uninterrupted, damage,
+                                                                     caplog):
   workdir = _copy_run(uninterrupted[0], tmp_path / 'run')
   step_dir = os.path.join(workdir, 'checkpoints', '18')
   # Every OCDBT data file is damaged, not one: a restore reads only the B-tree nodes the root
@@ -120,9 +124,13 @@ def test_corrupted_checkpoint_is_a_clear_error_or_set_aside_on_resume(tmp_path, 
       damaged = raw[:-3] + b'#'
     open(victim, 'wb').write(damaged)
   before = _files(workdir)
-  with pytest.raises(training.CheckpointError, match=f'checkpoint {step_dir} is corrupted'):
-    training.load_trained(workdir, 'latest')
+  with caplog.at_level(logging.ERROR):
+    with pytest.raises(training.CheckpointError, match=f'checkpoint {step_dir} is corrupted'):
+      training.load_trained(workdir, 'latest')
+    gc.collect()
   assert _files(workdir) == before  # asked for by name: an error, nothing touched
+  # The other failed reads of that restore: not one traceback each (asyncio's 'never retrieved').
+  assert not [r for r in caplog.records if r.name == 'asyncio'], caplog.text[-2000:]
   others = [n for n in os.listdir(os.path.join(workdir, 'checkpoints')) if n.isdigit() and n != '18']
   if others:  # auto-resume steps over it to the best checkpoint, moving it aside
     training.train_and_evaluate(support.make_config(**RESUME_CONFIG), workdir)
@@ -133,6 +141,32 @@ def test_corrupted_checkpoint_is_a_clear_error_or_set_aside_on_resume(tmp_path, 
     after = _files(workdir)
     assert {p: h for p, h in after.items() if 'tfevents' not in p} == \
            {p: h for p, h in before.items() if 'tfevents' not in p}
+
+
+def test_unretrieved_reads_are_quiet_only_for_checkpoints_reported_damaged(tmp_path, caplog):
+  from jax_structured.training import checkpoints as ckpt_lib  # pylint: disable=g-import-not-at-top
+  damaged, other = str(tmp_path / 'checkpoints' / '8'), str(tmp_path / 'checkpoints' / '80')
+
+  def leave_failed_read(path):
+    async def read():
+      raise ValueError(f'OUT_OF_RANGE: Error reading "{path}/state/d/0a1b"')
+
+    async def main():
+      task = asyncio.ensure_future(read())
+      await asyncio.sleep(0.01)  # it fails; nobody retrieves its exception
+      del task
+
+    asyncio.run(main())
+    gc.collect()
+
+  ckpt_lib._quiet_unretrieved_reads_of(damaged)
+  with caplog.at_level(logging.ERROR, logger='asyncio'):
+    leave_failed_read(damaged)
+    assert not [r for r in caplog.records if r.name == 'asyncio']
+    leave_failed_read(other)  # '.../80/' is not under '.../8/': still reported
+    reported = [r for r in caplog.records if r.name == 'asyncio']
+  assert len(reported) == 1 and reported[0].getMessage().startswith('Task exception was never retrieved')
+  assert other in str(reported[0].exc_info[1])
 
 
 def test_non_finite_states_are_never_saved_nor_silently_restored(tmp_path, uninterrupted):

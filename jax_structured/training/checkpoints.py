@@ -21,8 +21,10 @@ restores the newest good one. Nothing is ever deleted.
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+import logging as std_logging
 import os
 import re
 import sys
@@ -68,6 +70,38 @@ def _ignore_late_tensorstore_callbacks() -> None:
 
   hook.ignores_late_tensorstore_callbacks = True
   sys.unraisablehook = hook
+
+
+class _UnretrievedReadsOfDamagedCheckpoints(std_logging.Filter):
+  """Drops asyncio's 'Task exception was never retrieved' records (each with a multi-kilobyte
+  TensorStore traceback) of the reads of a checkpoint already reported as damaged.
+
+  When one read of a restore fails, Orbax raises that error (reported as one `_DamagedCheckpoint`)
+  and the other reads of the same checkpoint that failed too are left in tasks nobody awaits; asyncio
+  logs each of them when the task is garbage-collected, possibly at interpreter exit. A record is
+  dropped only when its exception's message names the directory of a damaged checkpoint.
+  """
+
+  def __init__(self):
+    super().__init__()
+    self.damaged_paths: set[str] = set()
+
+  def filter(self, record: std_logging.LogRecord) -> bool:
+    if not str(record.msg).startswith('Task exception was never retrieved') or not record.exc_info:
+      return True
+    message = str(record.exc_info[1])
+    return not any(path in message for path in self.damaged_paths)
+
+
+_unretrieved_reads_filter = _UnretrievedReadsOfDamagedCheckpoints()
+
+
+def _quiet_unretrieved_reads_of(path: str) -> None:
+  """Installs `_unretrieved_reads_filter` on the 'asyncio' logger (idempotent) for checkpoint `path`."""
+  _unretrieved_reads_filter.damaged_paths.add(os.path.join(os.path.abspath(path), ''))
+  logger = std_logging.getLogger('asyncio')
+  if _unretrieved_reads_filter not in logger.filters:
+    logger.addFilter(_unretrieved_reads_filter)
 
 
 def _first_line(error: BaseException) -> str:
@@ -361,7 +395,9 @@ class Checkpoints:
       restored = self.manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
     except Exception as e:  # pylint: disable=broad-except  (Orbax / tensorstore raise many types)
+      _quiet_unretrieved_reads_of(path)
       time.sleep(0.05)  # the reads still in flight end (within ~5 ms) while the filter is installed
+      gc.collect()  # the failed reads' tasks are logged (and dropped by the filter) now, not at exit
       raise _DamagedCheckpoint(path, f'unreadable ({_first_line(e)})') from e
     state, meta = restored['state'], restored['meta']
     if not isinstance(meta, dict) or 'fingerprint' not in meta:
