@@ -5,7 +5,7 @@ A DCNN layer l (of L) over a sequence of n_{l-1} real positions:
   1. wide one-dimensional convolution of width m (Kalchbrenner sec. 2.1; Chen eq. 2): every window of m
      positions that overlaps the sequence, zeros outside it, gives n_{l-1} + m - 1 outputs;
   2. folding (Kalchbrenner sec. 3.5, `convolution='row'` only): sums every two adjacent rows;
-  3. dynamic k-max pooling (Kalchbrenner eq. 5, Chen eq. 3): per feature, the k_l largest values of the
+  3. dynamic k-max pooling (Kalchbrenner eq. 4, Chen eq. 3): per feature, the k_l largest values of the
      real outputs in their original order, k_l = max(k_top, ceil((L - l) / L * s)) for a sentence of s
      words (k_L = k_top);
   4. a bias per feature (row) and tanh (Kalchbrenner applies both after the pooling).
@@ -37,7 +37,7 @@ CONVOLUTIONS = ('full', 'row')
 
 
 def dynamic_k(lengths: jax.typing.ArrayLike, layer: int, num_layers: int, k_top: int) -> jax.Array:
-  """Kalchbrenner eq. 5 / Chen eq. 3: k_l = max(k_top, ceil((L - l) / L * s)).
+  """Kalchbrenner eq. 4 / Chen eq. 3: k_l = max(k_top, ceil((L - l) / L * s)).
 
   Args:
     lengths: int [...] sentence lengths s (words).
