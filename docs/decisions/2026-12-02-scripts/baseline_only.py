@@ -1,9 +1,13 @@
 r"""The linear baseline alone on a config's data, with data overrides (as the trainer fits it).
 
-  python docs/decisions/2026-12-02-scripts/baseline_only.py CONFIG[:OPTIONS] [key=value ...]
+  python docs/decisions/2026-12-02-scripts/baseline_only.py CONFIG[:OPTIONS] [key=value ...] [solver=NAME]
+      [text_classification_dir=DIR]
 
 e.g. `configs/encoders/compare.py:sst2 train_phrases=True` (SST-2, every labelled phrase of the training
 trees as an example, dev and test whole sentences): prints the baseline's line and its grid.
+`text_classification_dir=DIR` reads the config on DIR as `launch.train --text_classification_dir` does;
+`solver=NAME` fits with scikit-learn's solver NAME instead of linear_baseline.SOLVER (`liblinear`: one
+binary classifier per class, one-vs-rest, not the multinomial model).
 """
 import sys
 import time
@@ -21,10 +25,16 @@ def main(argv):
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   config = module.get_config(options)
+  settings = dict(item.partition('=')[::2] for item in argv[2:])
+  if 'text_classification_dir' in settings:
+    from jax_structured.data.loaders import options as loader_options  # pylint: disable=g-import-not-at-top
+    config = loader_options.with_text_classification_data(config, settings.pop('text_classification_dir'))
   data_config = ml_collections.ConfigDict(config.data.to_dict())
   data_config.embeddings = ''
-  for item in argv[2:]:
-    key, _, value = item.partition('=')
+  for key, value in settings.items():
+    if key == 'solver':
+      linear_baseline.SOLVER = value
+      continue
     setattr(data_config, key, type(getattr(data_config, key))(value == 'True' if value in ('True', 'False') else value))
   start = time.perf_counter()
   task_data = data.load(data_config)
