@@ -6,8 +6,9 @@ r"""The linear baseline alone on a config's data, with data overrides (as the tr
 e.g. `configs/encoders/compare.py:sst2 train_phrases=True` (SST-2, every labelled phrase of the training
 trees as an example, dev and test whole sentences): prints the baseline's line and its grid.
 `text_classification_dir=DIR` reads the config on DIR as `launch.train --text_classification_dir` does;
-`solver=NAME` fits with scikit-learn's solver NAME instead of linear_baseline.SOLVER (`liblinear`: one
-binary classifier per class, one-vs-rest, not the multinomial model).
+`solver=NAME` fits with scikit-learn's solver NAME instead of linear_baseline.SOLVER; `solver=liblinear`
+fits one binary classifier per class (scikit-learn's OneVsRestClassifier; liblinear has no multinomial
+model), another model than the baseline's.
 """
 import sys
 import time
@@ -16,6 +17,19 @@ import ml_collections
 
 from jax_structured import data
 from jax_structured.training import linear_baseline
+
+
+def _one_vs_rest():
+  """Makes the baseline's LogisticRegression(...) a OneVsRestClassifier of binary ones (for liblinear)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from sklearn import linear_model, multiclass  # pylint: disable=g-import-not-at-top
+
+  class OneVsRest(multiclass.OneVsRestClassifier):
+    coef_ = property(lambda self: np.vstack([e.coef_ for e in self.estimators_]))
+    intercept_ = property(lambda self: np.concatenate([e.intercept_ for e in self.estimators_]))
+
+  binary = linear_model.LogisticRegression
+  linear_model.LogisticRegression = lambda **kw: OneVsRest(binary(**kw))
 
 
 def main(argv):
@@ -34,6 +48,8 @@ def main(argv):
   for key, value in settings.items():
     if key == 'solver':
       linear_baseline.SOLVER = value
+      if value == 'liblinear':
+        _one_vs_rest()
       continue
     setattr(data_config, key, type(getattr(data_config, key))(value == 'True' if value in ('True', 'False') else value))
   start = time.perf_counter()
