@@ -143,18 +143,25 @@ def test_corrupted_checkpoint_is_a_clear_error_or_set_aside_on_resume(tmp_path, 
            {p: h for p, h in before.items() if 'tfevents' not in p}
 
 
-def test_unretrieved_reads_are_quiet_only_for_checkpoints_reported_damaged(tmp_path, caplog):
+@pytest.mark.parametrize('left_in', ['task', 'future'])
+def test_unretrieved_reads_are_quiet_only_for_checkpoints_reported_damaged(tmp_path, caplog, left_in):
   from jax_structured.training import checkpoints as ckpt_lib  # pylint: disable=g-import-not-at-top
   damaged, other = str(tmp_path / 'checkpoints' / '8'), str(tmp_path / 'checkpoints' / '80')
 
   def leave_failed_read(path):
+    error = ValueError(f'OUT_OF_RANGE: Error reading "{path}/state/d/0a1b"')
+
     async def read():
-      raise ValueError(f'OUT_OF_RANGE: Error reading "{path}/state/d/0a1b"')
+      raise error
 
     async def main():
-      task = asyncio.ensure_future(read())
-      await asyncio.sleep(0.01)  # it fails; nobody retrieves its exception
-      del task
+      if left_in == 'task':
+        pending = asyncio.ensure_future(read())
+        await asyncio.sleep(0.01)  # it fails; nobody retrieves its exception
+      else:
+        pending = asyncio.get_running_loop().create_future()
+        pending.set_exception(error)
+      del pending
 
     asyncio.run(main())
     gc.collect()
@@ -165,7 +172,8 @@ def test_unretrieved_reads_are_quiet_only_for_checkpoints_reported_damaged(tmp_p
     assert not [r for r in caplog.records if r.name == 'asyncio']
     leave_failed_read(other)  # '.../80/' is not under '.../8/': still reported
     reported = [r for r in caplog.records if r.name == 'asyncio']
-  assert len(reported) == 1 and reported[0].getMessage().startswith('Task exception was never retrieved')
+  kind = 'Task' if left_in == 'task' else 'Future'
+  assert len(reported) == 1 and reported[0].getMessage().startswith(f'{kind} exception was never retrieved')
   assert other in str(reported[0].exc_info[1])
 
 

@@ -72,14 +72,19 @@ def _ignore_late_tensorstore_callbacks() -> None:
   sys.unraisablehook = hook
 
 
+# asyncio's messages for an exception nobody retrieved (base_events / futures / tasks).
+_NEVER_RETRIEVED = ('Task exception was never retrieved', 'Future exception was never retrieved')
+
+
 class _UnretrievedReadsOfDamagedCheckpoints(std_logging.Filter):
-  """Drops asyncio's 'Task exception was never retrieved' records (each with a multi-kilobyte
-  TensorStore traceback) of the reads of a checkpoint already reported as damaged.
+  """Drops asyncio's 'Task exception was never retrieved' and 'Future exception was never retrieved'
+  records (each with a multi-kilobyte TensorStore traceback) of the reads of a checkpoint already
+  reported as damaged.
 
   When one read of a restore fails, Orbax raises that error (reported as one `_DamagedCheckpoint`)
-  and the other reads of the same checkpoint that failed too are left in tasks nobody awaits; asyncio
-  logs each of them when the task is garbage-collected, possibly at interpreter exit. A record is
-  dropped only when its exception's message names the directory of a damaged checkpoint.
+  and the other reads of the same checkpoint that failed too are left in tasks or futures nobody
+  awaits; asyncio logs each of them when it is garbage-collected, possibly at interpreter exit. A
+  record is dropped only when its exception's message names the directory of a damaged checkpoint.
   """
 
   def __init__(self):
@@ -87,7 +92,7 @@ class _UnretrievedReadsOfDamagedCheckpoints(std_logging.Filter):
     self.damaged_paths: set[str] = set()
 
   def filter(self, record: std_logging.LogRecord) -> bool:
-    if not str(record.msg).startswith('Task exception was never retrieved') or not record.exc_info:
+    if not str(record.msg).startswith(_NEVER_RETRIEVED) or not record.exc_info:
       return True
     message = str(record.exc_info[1])
     return not any(path in message for path in self.damaged_paths)
