@@ -1,12 +1,14 @@
 """Name -> loader registry behind `data.load(config.data)`.
 
 A loader is `fn(config: ml_collections.ConfigDict) -> core.TaskData`; modules register themselves with
-`@register('name')`; the modules listed in `LOADER_MODULES` are imported on first use.
+`@register('name')`. On first use every public module of `jax_structured.data.loaders` is imported
+(`discovery.import_submodules`: a new loader registers by adding its module there), and the default
+job's `jax_structured.data.synthetic`.
 """
 import importlib
 from typing import Callable
 
-LOADER_MODULES = ('jax_structured.data.loaders', 'jax_structured.data.synthetic')
+from jax_structured import discovery
 
 _LOADERS: dict[str, Callable] = {}
 
@@ -41,5 +43,5 @@ def names() -> list[str]:
 
 
 def _import_loaders():
-  for module in LOADER_MODULES:
-    importlib.import_module(module)
+  discovery.import_submodules('jax_structured.data.loaders', registry='data loader registry')
+  importlib.import_module('jax_structured.data.synthetic')

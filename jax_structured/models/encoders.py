@@ -37,12 +37,12 @@ Built-in encoders (this file): 'bow' (the embeddings themselves; mean pooling gi
 'bilstm', 'lstm' (stacked, unidirectional), 'liu_lapata' (BiLSTM + none / simple / structured /
 inside-outside attention, Liu & Lapata 2018 eqs. 7-18; `shared_features` is footnote 6 of Yu et al. 2018),
 'lstmn' (Cheng et al. 2016, 1-3 layers; `cell='lstm'` the baseline), 'cnn' (Kim 2014). Paper families
-register more in their own modules (listed in `FAMILY_MODULES`).
+register more in their own modules of `jax_structured.models`, all of which are imported on first
+lookup (`discovery.import_submodules`).
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from typing import Any, ClassVar, Mapping, Optional, Sequence
 
 import flax
@@ -50,14 +50,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jax_structured import discovery
 from jax_structured import nn as jsnn
 from jax_structured.nn import flatten
 from jax_structured.nn import lstmn as lstmn_lib
-
-# Modules imported on first lookup; each registers its encoders (relation networks, DCNN / Tree-LSTM,
-# MHS-RNN add themselves here).
-FAMILY_MODULES: tuple[str, ...] = ('jax_structured.models.yu', 'jax_structured.models.chen',
-                                   'jax_structured.models.luo_zhu', 'jax_structured.models.context_free')
 
 _ENCODERS: dict[str, type] = {}
 
@@ -104,8 +100,7 @@ def register(name: str):
 
 
 def _import_families():
-  for module in FAMILY_MODULES:
-    importlib.import_module(module)
+  discovery.import_submodules('jax_structured.models', registry='encoder registry')
 
 
 def names() -> list[str]:

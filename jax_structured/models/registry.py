@@ -3,18 +3,16 @@
 A builder is `fn(config, *, vocab_size, num_classes, embeddings=None) -> flax.linen.Module`, where
 `config` is the `config.model` ConfigDict (its `name` selects the builder). Families register theirs
 with `@register('family.model')`; a Linen Module class may be registered directly, in which case its
-dataclass fields are the valid config keys (see `build_module`). The family modules listed in
-`FAMILY_MODULES` are imported on first use.
+dataclass fields are the valid config keys (see `build_module`). Every public module of
+`jax_structured.models` is imported on first use (`discovery.import_submodules`): a new family
+registers by adding its module.
 """
 import dataclasses
-import importlib
 from typing import Any, Callable, Iterable, Mapping, Optional
 
 import flax.linen as nn
 
-FAMILY_MODULES = ('jax_structured.models.heads', 'jax_structured.models.liu_lapata',
-                  'jax_structured.models.parser', 'jax_structured.models.lstmn',
-                  'jax_structured.models.luo_zhu', 'jax_structured.models.translation')
+from jax_structured import discovery
 
 # Filled in by `build`, never read from the config.
 INJECTED = ('vocab_size', 'num_classes', 'embedding_init')
@@ -127,5 +125,4 @@ def embedding_initializer(embeddings: Any, *, vocab_size: int, dim: Optional[int
 
 
 def _import_families():
-  for module in FAMILY_MODULES:
-    importlib.import_module(module)
+  discovery.import_submodules('jax_structured.models', registry='model registry')

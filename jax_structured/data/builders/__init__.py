@@ -32,22 +32,32 @@ from typing import Any
 import numpy as np
 import tensorflow_datasets as tfds
 
+from jax_structured import discovery
 from jax_structured.data.builders import _base
 from jax_structured.data.builders._base import FormatError
-from jax_structured.data.builders.document_classification import DocumentClassification
-from jax_structured.data.builders.iwslt15_en_vi import Iwslt15EnVi
-from jax_structured.data.builders.ptb_lm import PtbLm
-from jax_structured.data.builders.quora_qqp import QuoraQqp
-from jax_structured.data.builders.snli import Snli
-from jax_structured.data.builders.sst import Sst
-from jax_structured.data.builders.text_classification import TextClassification
-from jax_structured.data.builders.trec import Trec
-from jax_structured.data.builders.universal_dependencies import UniversalDependencies
 
-BUILDERS: dict[str, type[_base.ManualBuilder]] = {
-    cls.name: cls for cls in (Sst, Trec, PtbLm, Snli, QuoraQqp, UniversalDependencies, Iwslt15EnVi,
-                              DocumentClassification, TextClassification)
-}
+
+def _discover_builders() -> dict[str, type[_base.ManualBuilder]]:
+  """{name: builder class} of every `ManualBuilder` subclass defined in a public module of this package.
+
+  A new dataset registers by adding its builder module here (`discovery.import_submodules`).
+
+  Raises:
+    ValueError: two builder classes share a `name`.
+  """
+  found: dict[str, type[_base.ManualBuilder]] = {}
+  for module in discovery.import_submodules(__name__, registry='dataset builder registry'):
+    for value in vars(module).values():
+      if (isinstance(value, type) and issubclass(value, _base.ManualBuilder)
+          and value.__module__ == module.__name__):
+        if value.name in found:
+          raise ValueError(f'dataset builder name {value.name!r} defined twice: '
+                           f'{found[value.name].__module__} and {module.__name__}')
+        found[value.name] = value
+  return dict(sorted(found.items()))
+
+
+BUILDERS: dict[str, type[_base.ManualBuilder]] = _discover_builders()
 
 _SPLIT_ALIASES = {'dev': 'validation', 'valid': 'validation'}
 

@@ -31,14 +31,8 @@ Loaders (module: name, kind):
                           text_classification      'sentence' or 'document' (`split_sentences`);
                                                    config = dataset name
 """
-from jax_structured.data.loaders import options  # first: the loader modules register into it
-from jax_structured.data.loaders import sst  # the import order is the order of LOADER_DEFAULTS
-from jax_structured.data.loaders import trec
-from jax_structured.data.loaders import pairs
-from jax_structured.data.loaders import ptb_lm
-from jax_structured.data.loaders import universal_dependencies
-from jax_structured.data.loaders import translation
-from jax_structured.data.loaders import documents
+from jax_structured import discovery
+from jax_structured.data.loaders import options
 from jax_structured.data.loaders._common import load_vocabularies, save_vocabularies
 from jax_structured.data.loaders.documents import (PUNCTUATION_OPTIONS, PUNCTUATION_TOKEN,
                                                    load_document_classification,
@@ -53,6 +47,9 @@ from jax_structured.data.loaders.translation import (BOS_ID, EOS_ID, TARGET_BOS,
                                                      load_iwslt15_en_vi, target_vocabulary)
 from jax_structured.data.loaders.trec import load_trec, trec_tokens
 from jax_structured.data.loaders.universal_dependencies import load_universal_dependencies
+
+# Every public module of this package is a loader that registers itself (a new one: add its module).
+discovery.import_submodules(__name__, registry='data loader registry')
 
 __all__ = [
     'BOS_ID', 'COMMON_DEFAULTS', 'EOS', 'EOS_ID', 'LOADER_DEFAULTS', 'PUNCTUATION_OPTIONS',
