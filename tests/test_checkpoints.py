@@ -246,10 +246,10 @@ def test_checkpoint_of_changed_model_code_is_an_error_naming_the_differences(tmp
                                                                              monkeypatch):
   """A workdir trained before the model's parameters were renamed fails at load, naming them."""
   workdir, _ = uninterrupted
-  from jax_structured.training import trainer  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import assembly  # pylint: disable=g-import-not-at-top
   renamed = lambda model_config, **kw: _RenamedTinyModel(kw['vocab_size'], kw['num_classes'],  # noqa: E731
                                                           dim=model_config.get('dim', 8))
-  monkeypatch.setattr(trainer, 'build_model', renamed)
+  monkeypatch.setattr(assembly, 'build_model', renamed)
   before = _files(workdir)
   for load in (lambda: training.load_trained(workdir), lambda: training.evaluate(workdir, 'test')):
     with pytest.raises(training.CheckpointError) as info:

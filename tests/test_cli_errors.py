@@ -179,9 +179,9 @@ def _raised(fn):
 
 def test_user_errors_and_bugs_are_told_apart(tmp_path):
   from jax_structured.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from jax_structured.training import trainer  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import assembly  # pylint: disable=g-import-not-at-top
   assert _errors.user_message(errors.UserError('do this')) == 'do this'
-  assert _errors.user_message(trainer.DeviceMemoryError('out of memory at batch [64, 200]')) == (
+  assert _errors.user_message(assembly.DeviceMemoryError('out of memory at batch [64, 200]')) == (
       'out of memory at batch [64, 200]')
   assert _errors.user_message(MemoryError('host')) is None
   assert _errors.user_message(builders.FormatError('f.tsv', 3, 'bad')) == 'f.tsv:3: bad'

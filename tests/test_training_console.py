@@ -101,7 +101,7 @@ def test_out_of_memory_names_the_batch_shape_and_the_config_keys(tmp_path, monke
   owner, name = target
   monkeypatch.setattr(owner, name, _raise_at(call, jax.errors.JaxRuntimeError(OOM))(getattr(owner, name)))
   config = support.make_config(**{'train.num_steps': 4, 'train.eval_every_steps': 2})
-  with pytest.raises(training.trainer.DeviceMemoryError, match=message) as info:
+  with pytest.raises(training.DeviceMemoryError, match=message) as info:
     training.train_and_evaluate(config, str(tmp_path / 'run'))
   text = str(info.value)
   assert 'XLA RESOURCE_EXHAUSTED' in text and 'data.batch_size=8' in text and OOM in text

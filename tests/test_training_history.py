@@ -186,8 +186,8 @@ def interrupted(tmp_path_factory):
 
 
 def _abstract_state(workdir):
-  from jax_structured.training import trainer  # pylint: disable=g-import-not-at-top
-  _, _, _, setup = trainer._restore_setup(workdir)  # pylint: disable=protected-access
+  from jax_structured.training import restore  # pylint: disable=g-import-not-at-top
+  _, _, _, setup = restore._restore_setup(workdir)  # pylint: disable=protected-access
   return setup.state
 
 

@@ -12,10 +12,12 @@ Tasks (`tasks.register`), optimisers (`optimizers`) and the pure steps (`steps.t
 every function here reads; the entry points resolve a plain ConfigDict once) live in
 `jax_structured.config` (a leaf module that every layer, the model presets included, may read).
 """
+from jax_structured.training import assembly
 from jax_structured.training import checkpoints
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import parse_task  # registers the 'parse' task
+from jax_structured.training import restore
 from jax_structured.training import steps
 from jax_structured.training import tasks
 from jax_structured.training import translation_task  # registers the 'translation' task
@@ -23,18 +25,18 @@ from jax_structured.training.checkpoints import CheckpointError
 from jax_structured.training.steps import TrainState
 from jax_structured.training.steps import eval_step
 from jax_structured.training.steps import train_step
-from jax_structured.training.trainer import DeviceMemoryError
-from jax_structured.training.trainer import Trained
-from jax_structured.training.trainer import build_model
-from jax_structured.training.trainer import evaluate
-from jax_structured.training.trainer import load_split
-from jax_structured.training.trainer import load_trained
+from jax_structured.training.assembly import DeviceMemoryError
+from jax_structured.training.assembly import build_model
+from jax_structured.training.restore import Trained
+from jax_structured.training.restore import evaluate
+from jax_structured.training.restore import load_split
+from jax_structured.training.restore import load_trained
 from jax_structured.training.trainer import maybe_initialize_distributed
 from jax_structured.training.trainer import train_and_evaluate
 
 __all__ = [
-    'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'build_model', 'checkpoints', 'eval_step',
+    'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'assembly', 'build_model', 'checkpoints', 'eval_step',
     'evaluate', 'load_split', 'load_trained', 'maybe_initialize_distributed', 'optimizers',
-    'parallel', 'parse_task', 'steps', 'tasks', 'train_and_evaluate', 'translation_task',
+    'parallel', 'parse_task', 'restore', 'steps', 'tasks', 'train_and_evaluate', 'translation_task',
     'train_step',
 ]

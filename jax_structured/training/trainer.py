@@ -1,4 +1,4 @@
-"""The training loop, evaluation from a workdir and `load_trained`.
+"""The training loop (restoring a workdir without it: `restore`).
 
 `train_and_evaluate(config, workdir)` trains (resuming from `<workdir>/checkpoints` when present),
 evaluates on the dev split every `train.eval_every_steps` steps (or every epoch), keeps the latest and
@@ -29,27 +29,25 @@ import ml_collections
 import numpy as np
 
 from jax_structured import errors
-from jax_structured import models
 from jax_structured.training import checkpoints as ckpt_lib
 from jax_structured import config as config_lib
 from jax_structured.training import metrics as metrics_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
-from jax_structured.training import tasks as tasks_lib
 from jax_structured.training import interrupts
 from jax_structured.training import workdir_lock
+from jax_structured.training.assembly import DeviceMemoryError  # noqa: F401  (re-exported)
+from jax_structured.training.assembly import Setup as _Setup
+from jax_structured.training.assembly import build_model  # noqa: F401  (re-exported)
+from jax_structured.training.assembly import check_batch
+from jax_structured.training.assembly import evaluate_split
+from jax_structured.training.assembly import evaluate_sums as _evaluate_sums
+from jax_structured.training.assembly import out_of_memory_names as _out_of_memory_names
+from jax_structured.training.assembly import batch_shapes as _shapes
+from jax_structured.training.assembly import setup as _setup
 
 EVAL_SPLITS = ('validation', 'test')
-
-# --- model lookup -----------------------------------------------------------------------------------
-
-
-def build_model(model_config: ml_collections.ConfigDict, *, vocab_size: int, num_classes: int,
-                embeddings: np.ndarray | None = None):
-  """The Linen module of `config.model`, from the `models.register` registry (`models.build`)."""
-  return models.build(model_config, vocab_size=vocab_size, num_classes=num_classes, embeddings=embeddings)
-
 
 # --- distributed ------------------------------------------------------------------------------------
 
@@ -87,35 +85,8 @@ def _num_batches(split, batch_size: int, num_shards: int) -> int:
   return sum(1 for _ in split.batches(batch_size, shuffle=False, num_shards=num_shards))
 
 
-def check_batch(batch: Mapping[str, np.ndarray], *, where: str, num_classes: int, task_name: str) -> None:
-  """Host-side checks of a numpy batch (labels in range, consistent leading sizes)."""
-  sizes = {k: np.shape(v)[0] for k, v in batch.items() if np.ndim(v)}
-  if len(set(sizes.values())) > 1:
-    raise ValueError(f'{where}: batch arrays disagree on the batch size: {sizes}')
-  if 'label' in batch and num_classes > 0 and task_name in ('sentence', 'document', 'pair'):
-    labels = np.asarray(batch['label'])
-    bad = (labels < 0) | (labels >= num_classes)
-    if bad.any():
-      raise ValueError(f'{where}: label {int(labels[bad][0])} outside [0, {num_classes}) (labels are '
-                       f'{num_classes} classes)')
-
-
 def _batch_spec(batch: Mapping[str, np.ndarray]) -> dict[str, list]:
   return {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in batch.items()}
-
-
-def _spec_to_abstract(spec: Mapping[str, Sequence]) -> dict[str, jax.ShapeDtypeStruct]:
-  return {k: jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype)) for k, (shape, dtype) in spec.items()}
-
-
-def _init_variables(model, sample: Mapping[str, Any], seed: int):
-  """`model.init` on a sample batch (numpy or ShapeDtypeStructs: then abstract, via eval_shape)."""
-  rng = jax.random.PRNGKey(seed)
-  rngs = {'params': jax.random.fold_in(rng, 0), 'dropout': jax.random.fold_in(rng, 1)}
-  init = lambda rngs, batch: model.init(rngs, batch, train=False)  # noqa: E731
-  if any(isinstance(v, jax.ShapeDtypeStruct) for v in sample.values()):
-    return jax.eval_shape(init, rngs, sample)
-  return jax.device_get(jax.jit(init)(rngs, dict(sample)))
 
 
 def _model_init_sample(split, batch_size: int) -> dict[str, np.ndarray]:
@@ -136,57 +107,6 @@ class LoopState:
   history: list = dataclasses.field(default_factory=list)
   plateau: dict = dataclasses.field(default_factory=dict)
   train_seconds: float = 0.0  # wall time of the training loop over all sessions, up to the last save
-
-
-@dataclasses.dataclass
-class _Setup:
-  config: config_lib.ResolvedConfig
-  task_data: Any
-  task: tasks_lib.Task
-  model: Any
-  runner: parallel.Runner
-  state: Any  # canonical (replicated) step-0 state
-  tx: Any
-  schedule: Any
-
-
-def _setup(config: config_lib.ResolvedConfig, task_data, *, sample, mode: str, total_steps: int) -> _Setup:
-  opt_cfg = config.optimizer
-  model = build_model(config.model, vocab_size=len(task_data.vocab), num_classes=task_data.num_classes,
-                      embeddings=task_data.embeddings)
-  task = tasks_lib.build(config, task_data.kind, task_data)  # after the model: families register tasks
-  variables = _init_variables(model, sample, config.seed)
-  tx, schedule = optimizers.build(opt_cfg, variables['params'], total_steps)
-  emb_mask = optimizers.embedding_mask(variables['params'], opt_cfg.embedding_pattern)
-  runner = parallel.Runner(mode, **parallel.model_steps(
-      model.apply, task, tx, emb_mask, optimizers.projection(opt_cfg, variables['params'])))
-  if any(isinstance(x, jax.ShapeDtypeStruct) for x in jax.tree.leaves(variables)):
-    state = jax.eval_shape(lambda v: steps.create_state(v, tx), variables)
-    state = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=runner.replicated),
-                         state)
-  else:
-    state = runner.replicate(jax.device_get(steps.create_state(variables, tx)))
-  return _Setup(config, task_data, task, model, runner, state, tx, schedule)
-
-
-def evaluate_split(setup: _Setup, state: Any, split, batch_size: int) -> dict[str, float]:
-  """Task metrics of `state` (in the runner's layout) on every batch of `split`."""
-  return setup.task.summarize(_evaluate_sums(setup, state, split, batch_size))
-
-
-def _evaluate_sums(setup: _Setup, state: Any, split, batch_size: int) -> dict[str, tuple[float, float]]:
-  """{metric: (sum, count)} of `state` over every batch of `split` (host numbers)."""
-  acc = metrics_lib.Accumulator()
-  task_name = setup.config.task or setup.task_data.kind
-  for i, batch in enumerate(split.batches(batch_size, shuffle=False, num_shards=setup.runner.num_shards)):
-    where = f'{split.name} batch {i}'
-    check_batch(batch, where=where, num_classes=setup.task_data.num_classes, task_name=task_name)
-    with _out_of_memory_names(setup.config, f'the evaluation of {where}', [_shapes(batch)], eval_batch=True):
-      acc.add(setup.runner.evaluate(state, setup.runner.shard_batch(batch), batch))
-  sums = acc.result()
-  if not sums:
-    raise ValueError(f'split {split.name!r} produced no batches')
-  return sums
 
 
 def _abstract_like(state: Any, sharding) -> Any:
@@ -543,8 +463,9 @@ class _TrainLoop:
     self.logged_step = self.step
 
   def _save(self, metrics_for_best=None) -> None:
+    self._finish()  # the open step too (the first one after a log point has nothing else pending)
     if self.pending:
-      self._log_train()  # checks the unsaved steps for divergence first
+      self._log_train()  # writes the unlogged steps and checks them for divergence first
     self.loop.plateau = self.plateau.state()
     self.loop.train_seconds = self.seconds_before + time.time() - self.t_start
     self.ckpts.save(self.step, self.runner.canonical(self.state), {'loop': dataclasses.asdict(self.loop)},
@@ -654,47 +575,6 @@ def _render_trees(induce_trees: Callable[..., dict], workdir: str, num_pictures:
   except ValueError as e:  # e.g. a variant without attention scores: nothing to decode (expected)
     logging.info('config.train.render_trees: no trees induced for %s: %s', workdir, e)
     return {'skipped': str(e)}
-
-
-# --- out of device memory ---------------------------------------------------------------------------
-
-class DeviceMemoryError(MemoryError):
-  """The accelerator ran out of memory (XLA RESOURCE_EXHAUSTED); the message names the batch shapes
-  and the config keys that bound them."""
-
-
-# Config keys that bound the shape of a batch (those present in `config.data` are named).
-_BATCH_SHAPE_KEYS = ('batch_size', 'bucket_boundaries', 'max_length', 'max_sentences',
-                     'max_sentence_length', 'max_chars', 'context')
-
-
-def _shapes(batch: Mapping[str, Any]) -> dict[str, tuple]:
-  return {k: tuple(np.shape(v)) for k, v in batch.items()}
-
-
-@contextlib.contextmanager
-def _out_of_memory_names(config, where: str, shapes: Sequence[Mapping[str, tuple]], *,
-                         eval_batch: bool = False):
-  """Turns an XLA RESOURCE_EXHAUSTED error raised inside into a `DeviceMemoryError` naming `where`,
-  the largest batch of `shapes` and the config keys that bound it."""
-  try:
-    yield
-  except jax.errors.JaxRuntimeError as e:
-    if 'RESOURCE_EXHAUSTED' not in str(e):
-      raise
-    largest = max(shapes, key=lambda s: sum(int(np.prod(v)) for v in s.values()), default={})
-    distinct = len({tuple(sorted(s.items())) for s in shapes})
-    keys = ', '.join(f'data.{k}={config.data[k]!r}' for k in _BATCH_SHAPE_KEYS if k in config.data)
-    if eval_batch:
-      eval_size = config.train.eval_batch_size
-      keys = f'train.eval_batch_size={eval_size!r} (0 = data.batch_size), {keys}'
-    shape_text = ', '.join(f'{k} {list(v)}' for k, v in largest.items())
-    raise DeviceMemoryError(
-        f'out of device memory (XLA RESOURCE_EXHAUSTED) in {where}; '
-        + (f'the largest of its {distinct} batch shapes' if distinct > 1 else 'its batch')
-        + f': {shape_text}. The batch shape is bound by {keys}: lower them (smaller batches, '
-        f'shorter or fewer sentences, tighter bucket boundaries) or use a device with more memory. '
-        f'XLA: {str(e).strip().splitlines()[0][:300]}') from e
 
 
 # --- variants ---------------------------------------------------------------------------------------
@@ -815,154 +695,3 @@ def comparison_table(results: Mapping[str, Mapping[str, Any]], metrics: Sequence
     cells += [fmt.format(r[key]) if r.get(key) is not None else '' for key, _, fmt in costs]
     rows.append(f'| {name} | ' + ' | '.join(cells) + ' |')
   return '\n'.join([head, rule] + rows) + '\n'
-
-
-# --- restoring a trained model ----------------------------------------------------------------------
-
-@dataclasses.dataclass
-class Trained:
-  """A trained model restored from a workdir (`load_trained`).
-
-  Attributes:
-    config: the config saved at training time (a `jax_structured.config.ResolvedConfig`).
-    model: the Linen module (`model.apply(variables, batch, train=False)`).
-    variables: {'params': ..., other collections} as host numpy arrays.
-    vocab: the training vocabulary (`data.Vocabulary`).
-    label_names: list of label names.
-    extras: JSON-able `TaskData.extras` saved at training time.
-    step: the restored checkpoint's step.
-    task: the task object (loss/metrics; `dev_metric`).
-  """
-  config: config_lib.ResolvedConfig
-  model: Any
-  variables: Any
-  vocab: Any
-  label_names: list
-  extras: dict
-  step: int = 0
-  task: Any = None
-
-
-class _SavedData:
-  """A TaskData stand-in rebuilt from the workdir files (no dataset needed)."""
-
-  def __init__(self, files, run_info):
-    self.kind = run_info['kind']
-    self.vocab = files['vocab']
-    self.label_names = files['label_names']
-    self.extras = files['extras']
-    self.num_classes = run_info['num_classes']
-    shape = run_info.get('embeddings_shape')
-    self.embeddings = None if shape is None else np.zeros(shape, np.float32)
-    self.splits = {}
-
-
-def _restore_setup(workdir: str, *, mode: str | None = 'none'):
-  """(config, files, saved data, setup) of `workdir`; the state laid out for `mode` (None: the
-  run's own `config.parallel`)."""
-  metrics_lib.quiet_library_logs()  # every launcher reading a workdir: no Orbax / TFDS restore chatter
-  config = ckpt_lib.read_config(workdir)
-  files = ckpt_lib.read_run_files(workdir)
-  run_info = files['run_info']
-  saved = _SavedData(files, run_info)
-  # The optimizer state's structure does not depend on the number of steps: 1 is enough.
-  setup = _setup(config, saved, sample=_spec_to_abstract(run_info['batch_spec']),
-                 mode=mode or config.parallel, total_steps=1)
-  return config, files, saved, setup
-
-
-def load_trained(workdir: str, checkpoint: str | int = 'best') -> Trained:
-  """Restores a trained model from `workdir` alone (config, vocabulary, labels and checkpoint).
-
-  The state is restored into an abstract target (`jax.eval_shape` of `model.init`).
-
-  Args:
-    workdir: a training workdir.
-    checkpoint: 'best' (by the dev metric), 'latest', or a step number.
-
-  Returns:
-    A `Trained`.
-
-  Raises:
-    FileNotFoundError naming the workdir when it has no config or no checkpoint;
-    CheckpointError naming the path of a damaged checkpoint.
-  """
-  config, files, _, setup = _restore_setup(workdir)
-  step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
-  state = parallel.to_host(state)
-  variables = {'params': state.params, **state.model_state}
-  return Trained(config=config, model=setup.model, variables=variables, vocab=files['vocab'],
-                 label_names=files['label_names'], extras=files['extras'], step=step, task=setup.task)
-
-
-def _restore_checkpoint(workdir: str, run_info: dict, target, checkpoint: str | int):
-  """(step, state) of the `checkpoint` ('best', 'latest' or a step) of `workdir`, read-only."""
-  ckpts = ckpt_lib.Checkpoints(workdir, dev_metric=run_info['dev_metric'],
-                               higher_is_better=run_info['higher_is_better'], read_only=True)
-  try:
-    step = ckpts.resolve(checkpoint)
-    state, _ = ckpts.restore(step, target)
-  finally:
-    ckpts.close()
-  return step, state
-
-
-def load_split(config: config_lib.ResolvedConfig | ml_collections.ConfigDict, vocab, split: str):
-  """The `split` of a trained run's data, checked against the vocabulary saved with the run.
-
-  Args:
-    config: the run's config (`Trained.config`; only `config.data` is read).
-    vocab: the saved vocabulary (`Trained.vocab`).
-    split: 'train', 'validation' (alias 'dev') or 'test'.
-
-  Returns:
-    The `data.Split`.
-
-  Raises:
-    ValueError when the loader rebuilds a different vocabulary (token ids would not match the model);
-    KeyError naming the known splits when `split` does not exist.
-  """
-  from jax_structured import data  # pylint: disable=g-import-not-at-top
-  data_config = ml_collections.ConfigDict(config.data.to_dict())
-  if data_config.get('embeddings'):  # the trained table is in the checkpoint: no word2vec / file read
-    data_config.embeddings = ''
-  task_data = data.load(data_config)
-  if list(task_data.vocab.tokens) != list(vocab.tokens):
-    raise ValueError(f'the data of config.data.name={config.data.name!r} gives a vocabulary that differs '
-                     'from the one saved in the workdir (vocab.json): token ids would not match the '
-                     'trained model')
-  name = 'validation' if split == 'dev' else split
-  if name not in task_data.splits:
-    raise KeyError(f'config.data.name={config.data.name!r} has no split {split!r} '
-                   f'(splits: {sorted(task_data.splits)})')
-  return task_data.splits[name]
-
-
-def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best') -> dict[str, Any]:
-  """Evaluates the `checkpoint` of `workdir` on `split`; writes `<workdir>/eval_<split>.json`.
-
-  Uses only the workdir (config, vocabulary, labels, checkpoints) and the evaluated split's data.
-
-  Returns:
-    {'split', 'step', 'checkpoint', metric: value, ...}.
-
-  Raises:
-    errors.NotSavedError naming the file and the cause when the result cannot be written (its
-    `result` holds it; nothing half-written is left under the final name).
-  """
-  if not os.path.isdir(workdir):
-    raise FileNotFoundError(f'workdir {workdir} does not exist')
-  config, files, _, setup = _restore_setup(workdir, mode=None)
-  step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
-  data_split = load_split(config, files['vocab'], split)
-  batch_size = config.train.eval_batch_size or int(config.data.batch_size)
-  result = {'split': split, 'step': step, 'checkpoint': str(checkpoint),
-            **evaluate_split(setup, setup.runner.place(state), data_split, batch_size)}
-  path = os.path.join(workdir, f'eval_{split}.json')
-  try:
-    metrics_lib.write_json(path, result)  # a temporary file renamed when complete
-  except OSError as e:
-    cause = workdir_lock.cannot_write(e, path)
-    reason = str(cause) if cause is not e else f'{path}: {e.strerror or e}'
-    raise errors.NotSavedError(f'could not save the evaluation: {reason}', result) from e
-  return result
