@@ -5,6 +5,12 @@ Conventions (see ARCHITECTURE.md): `arc_scores[..., h, m]` is the log-potential 
 the head of `m` (-1 = ROOT, and -1 on padding).
 """
 from jax_structured.trees import _utils
+from jax_structured.trees._labeled import labeled_log_partition
+from jax_structured.trees._labeled import labeled_log_prob
+from jax_structured.trees._labeled import labeled_marginals
+from jax_structured.trees._labeled import labeled_mst
+from jax_structured.trees._labeled import labeled_sample
+from jax_structured.trees._labeled import labeled_score
 from jax_structured.trees._matrix_tree import entropy
 from jax_structured.trees._matrix_tree import EXACT_MODES
 from jax_structured.trees._matrix_tree import exact_mode
@@ -24,4 +30,6 @@ __all__ = [
     'EXACT_MODES', 'entropy', 'exact_mode', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
     'sample', 'score', 'mst',
     'projective_log_partition', 'projective_marginals', 'projective_mst',
+    'labeled_log_partition', 'labeled_marginals', 'labeled_mst', 'labeled_sample', 'labeled_score',
+    'labeled_log_prob',
 ] + list(_utils.__all__)
