@@ -1,0 +1,95 @@
+"""The figures of the documentation agree with the files that hold them, and the docs stay in the repository.
+
+Every table of figures on a page sits in a block that `docs/scripts/render_figures.py` renders from a
+report JSON (docs/benchmarks/) or a run's metrics JSON; a hand-edited number or a replaced report that was
+not re-rendered fails here. Fast: JSON files and Markdown text only.
+"""
+import importlib.util
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, 'docs')
+
+
+@pytest.fixture(scope='module')
+def render():
+  spec = importlib.util.spec_from_file_location(
+      'render_figures', os.path.join(DOCS, 'scripts', 'render_figures.py'))
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def _read(path):
+  with open(path, encoding='utf-8') as f:
+    return f.read()
+
+
+def test_every_figure_block_matches_its_source(render):
+  stale = render.check()
+  assert not stale, 'stale figure blocks (run python docs/scripts/render_figures.py): ' + '; '.join(stale)
+
+
+def test_the_pages_that_quote_reports_have_their_blocks(render):
+  specs = {path: [m.group('spec') for m in render.MARKER.finditer(_read(path))] for path in render.pages()}
+  assert specs[os.path.join(ROOT, 'README.md')] == ['speed']
+  benchmarks = specs[os.path.join(DOCS, 'benchmarks.md')]
+  quoted = {spec.split()[1] for spec in benchmarks if spec.startswith('report ')}
+  on_disk = {f'benchmarks/{name}' for name in os.listdir(os.path.join(DOCS, 'benchmarks'))
+             if name.endswith('.json')}
+  assert quoted == on_disk, 'every report JSON of docs/benchmarks/ has its section on the benchmarks page'
+
+
+def test_an_edited_figure_is_found(render, tmp_path):
+  page = tmp_path / 'page.md'
+  text = _read(os.path.join(ROOT, 'README.md'))
+  page.write_text(text, encoding='utf-8')
+  assert render.check([str(page)]) == []
+  # The newest H200 report's marginals / naive at 512x32 is 1.03; a page saying 1.04 is stale.
+  edited = text.replace('| 1.03 / 1.30 / 1.07 |', '| 1.04 / 1.30 / 1.07 |', 1)
+  assert edited != text
+  page.write_text(edited, encoding='utf-8')
+  assert render.check([str(page)]) == [f'{os.path.relpath(page, ROOT)}: speed']
+
+
+def test_the_speed_table_takes_the_newest_report_of_each_device(render):
+  newest = {}
+  for path, report in render.reports():
+    newest.setdefault(report['environment']['platform'], path)
+  assert newest == {'gpu': 'benchmarks/gpu_h200_f7f076d.json', 'cpu': 'benchmarks/cpu_2a25662.json'}
+  table = render.render('speed')
+  # independent reading of the two files: the trees ratio rows at 512x32 / 64x64 / 32x200
+  for platform, path in newest.items():
+    report = render.load(path)
+    ratios = next(t for f in report['families'] if f['name'] == 'trees' for t in f['tables']
+                  if 'ours/naive marg' in t['columns'])
+    values = [row['ours/naive marg'] for row in ratios['rows']]
+    assert ' / '.join(render.report_lib.format_cell(v) for v in values) in table, (platform, values)
+  assert 'report d043c47' in table and 'report 919ee90' in table  # rows the newest GPU report lacks
+
+
+LINK = re.compile(r'\]\(([^)\s]+)\)')
+
+
+def test_the_pages_point_nowhere_outside_the_repository(render):
+  """No link leaves the repository; `../shared` only names the configs' default data folder (configs.md)."""
+  for path in render.pages():
+    text = _read(path)
+    rel = os.path.relpath(path, ROOT)
+    assert '/work/' not in text, rel
+    for target in LINK.findall(text):
+      if re.match(r'[a-z]+:', target) or target.startswith('#'):
+        continue
+      resolved = os.path.normpath(os.path.join(os.path.dirname(path), target.split('#')[0]))
+      assert resolved.startswith(ROOT + os.sep), f'{rel} links outside the repository: {target}'
+    for line in text.splitlines():
+      if '../shared' not in line:
+        continue
+      if rel.startswith(os.path.join('docs', 'decisions')):
+        # records keep their commands as they were run, on the default data folder
+        assert '../shared/' not in line.replace('../shared/data', ''), f'{rel}: {line}'
+      else:
+        assert rel == os.path.join('docs', 'configs.md'), f'{rel} points outside the repository: {line}'
