@@ -11,6 +11,8 @@ from jax_structured.trees._labeled import labeled_marginals
 from jax_structured.trees._labeled import labeled_mst
 from jax_structured.trees._labeled import labeled_sample
 from jax_structured.trees._labeled import labeled_score
+from jax_structured.trees._kernels import KERNEL_MODES
+from jax_structured.trees._kernels import use_kernels
 from jax_structured.trees._matrix_tree import entropy
 from jax_structured.trees._matrix_tree import EXACT_MODES
 from jax_structured.trees._matrix_tree import exact_mode
@@ -20,6 +22,10 @@ from jax_structured.trees._matrix_tree import log_prob
 from jax_structured.trees._matrix_tree import marginals
 from jax_structured.trees._matrix_tree import sample
 from jax_structured.trees._matrix_tree import score
+from jax_structured.trees._kbest import k_best
+from jax_structured.trees._kbest import projective_k_best
+from jax_structured.trees._max_marginals import max_marginals
+from jax_structured.trees._max_marginals import projective_max_marginals
 from jax_structured.trees._mst import mst
 from jax_structured.trees._projective import projective_log_partition
 from jax_structured.trees._projective import projective_marginals
@@ -27,9 +33,11 @@ from jax_structured.trees._projective import projective_mst
 from jax_structured.trees._utils import *  # noqa: F401,F403  (names listed in _utils.__all__)
 
 __all__ = [
+    'KERNEL_MODES', 'use_kernels',
     'EXACT_MODES', 'entropy', 'exact_mode', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
     'sample', 'score', 'mst',
     'projective_log_partition', 'projective_marginals', 'projective_mst',
+    'max_marginals', 'projective_max_marginals', 'k_best', 'projective_k_best',
     'labeled_log_partition', 'labeled_marginals', 'labeled_mst', 'labeled_sample', 'labeled_score',
     'labeled_log_prob',
 ] + list(_utils.__all__)

@@ -124,6 +124,7 @@ import numpy as np
 
 from jax_structured.trees import _hessian_product
 from jax_structured.trees import _inputs
+from jax_structured.trees import _kernels
 
 __all__ = ['EXACT_MODES', 'entropy', 'exact_mode', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
            'sample', 'score']
@@ -1020,12 +1021,13 @@ def _statistics(arc_scores, root_scores, lengths, single_root, exact):
   `flagged` [...] bool (the LU error estimate was too large: `_needs_exact`), under the mode `exact`
   (`exact_mode`)."""
   mode = _resolve_mode(exact, arc_scores, root_scores, lengths)
+  kernels = _kernels.selected()  # `use_kernels`
   if mode == 'outside':
-    return _statistics_outside(arc_scores, root_scores, lengths, single_root)
-  return _traced_statistics(arc_scores, root_scores, lengths, single_root, mode == 'in_program')
+    return _statistics_outside(arc_scores, root_scores, lengths, single_root, kernels)
+  return _traced_statistics(arc_scores, root_scores, lengths, single_root, mode == 'in_program', kernels)
 
 
-def _traced_statistics(arc_scores, root_scores, lengths, single_root, in_program):
+def _traced_statistics(arc_scores, root_scores, lengths, single_root, in_program, kernels=None):
   """`_statistics` inside one program.
 
   The common path is a straight line: one LU factorisation and one solve (`_logdet_and_inverse`,
@@ -1034,21 +1036,26 @@ def _traced_statistics(arc_scores, root_scores, lengths, single_root, in_program
   no element is flagged, no exact work runs; what remains is the flagged elements' index list, a
   `lax.while_loop` that stops before its first step (one more per derivative product) and a select per
   output. Without it the flagged elements are NaN (their derivatives zero: `_logdet_and_inverse`
-  returns zeros there) and the exact path is not traced at all.
+  returns zeros there) and the exact path is not traced at all. `kernels` (`_kernels.selected()`): None
+  for that line, else the fused kernels replace it (True: interpreted), with the same flags.
   """
   arc_scores, root_scores, lengths, mask = _prepare(arc_scores, root_scores, lengths)
   arc_potentials, root_potentials, shift, root_shift = _potentials(arc_scores, root_scores, mask,
                                                                    single_root)
-  lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
-  lap_column_sums = _laplacian_column_abs_sums(arc_potentials, root_potentials, mask, single_root)
-  logdet, inverse, exact = _logdet_and_inverse(lap, lax.stop_gradient(lap_column_sums))
-  exact = exact > 0
-  arc_marginals, root_marginals = _marginals_from_inverse(arc_potentials, root_potentials, inverse,
-                                                          single_root)
   total_shift = jnp.sum(shift, axis=-1)
+  if kernels is None:
+    lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
+    lap_column_sums = _laplacian_column_abs_sums(arc_potentials, root_potentials, mask, single_root)
+    logdet, inverse, exact = _logdet_and_inverse(lap, lax.stop_gradient(lap_column_sums))
+    exact = exact > 0
+    arc_marginals, root_marginals = _marginals_from_inverse(arc_potentials, root_potentials, inverse,
+                                                            single_root)
+    log_z = logdet + total_shift + root_shift
+  else:  # already NaN where flagged
+    log_z, arc_marginals, root_marginals, exact = _kernels.fused_statistics(
+        arc_scores, root_scores, lengths, single_root, kernels)
 
   n = mask.shape[-1]
-  log_z = logdet + total_shift + root_shift
   if not in_program:
     log_z = jnp.where(exact, jnp.nan, log_z)
     arc_marginals = jnp.where(exact[..., None, None], jnp.nan, arc_marginals)
@@ -1069,7 +1076,10 @@ def _traced_statistics(arc_scores, root_scores, lengths, single_root, in_program
 
 # The LU program of the 'auto' mode on concrete arrays (`_statistics_outside`): one per shape, dtype and
 # root mode, cached by jit.
-_lu_statistics = jax.jit(functools.partial(_traced_statistics, in_program=False), static_argnums=3)
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _lu_statistics(arc_scores, root_scores, lengths, single_root, kernels):
+  """`_traced_statistics` without the exact path, jitted (`kernels`: see there)."""
+  return _traced_statistics(arc_scores, root_scores, lengths, single_root, False, kernels)
 
 
 def _outside_chunk(count, n):
@@ -1078,12 +1088,12 @@ def _outside_chunk(count, n):
   return _power_of_two_chunk(count, _CHUNK_WORK // max(1, n)**3)
 
 
-def _statistics_outside(arc_scores, root_scores, lengths, single_root):
+def _statistics_outside(arc_scores, root_scores, lengths, single_root, kernels=None):
   """`_statistics` of concrete arrays, exact: the LU program over the batch (`_lu_statistics`), then
   the exact elimination (`_exact_chunk`, jitted on its own) over the flagged elements only, gathered
   on the host in chunks of `_outside_chunk` and written back. Nothing but the LU program runs when no
   element is flagged (the flags are read once on the host)."""
-  stats = _lu_statistics(arc_scores, root_scores, lengths, single_root)
+  stats = _lu_statistics(arc_scores, root_scores, lengths, single_root, kernels)
   flagged = np.asarray(stats['flagged'])
   if not flagged.any():
     return stats
