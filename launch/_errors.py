@@ -7,7 +7,8 @@
 Errors the user causes end in `error: <message>` on stderr and exit status 2, without a traceback
 (`--verbosity=1` prints it too). They are:
 - flags: an unknown flag, a bad flag value, a missing required flag, unexpected arguments;
-- config files and keys: a config file that does not exist or whose `get_config()` fails,
+- config files and keys: a config file that does not exist, fails to import (a syntax error, a
+  missing module: named by file:line) or whose `get_config()` fails, whatever flags come with it,
   `--config.<key>=...` for a key the config does not have (named with the closest valid keys and the
   valid keys of its section), a value of the wrong type;
 - `jax_structured.errors.UserError` and its subclasses (`ConfigError`, the data `FormatError`),
@@ -23,7 +24,10 @@ Anything else is a bug: absl prints its traceback and the exit status is 1.
 
 Interruptions are not errors: training stopped by SIGINT / SIGTERM (`training.interrupts.Interrupted`)
 prints its one line (where it saved, the command that resumes) and exits 128 + the signal (130 for
-SIGINT, 143 for SIGTERM); a Ctrl-C anywhere else (`KeyboardInterrupt`) prints one line and exits 130.
+SIGINT, 143 for SIGTERM); a Ctrl-C anywhere else (`KeyboardInterrupt`: flag parsing, loading data,
+the first compile, the final evaluation) prints `interrupted (SIGINT)` and exits 130, and so does a
+SIGTERM there (`interrupted (SIGTERM)`, exit 143): `run` makes SIGTERM raise `Terminated` from the
+moment the launcher starts.
 
 Nothing here imports JAX: a mistake on the command line is reported before any heavy import.
 """
@@ -34,7 +38,9 @@ import functools
 import glob
 import os
 import re
+import signal
 import sys
+import threading
 import traceback
 from typing import Callable, Sequence
 
@@ -47,6 +53,7 @@ from launch import _huge_pages
 
 EXIT_USER_ERROR = 2
 EXIT_SIGINT = 130  # 128 + SIGINT, what a shell reports for a process Ctrl-C ended
+EXIT_SIGTERM = 143  # 128 + SIGTERM (a scheduler preempting the job, `kill`)
 
 # Library errors that are the user's to act on but are not `UserError`s (module, class): looked up
 # in sys.modules only, so that nothing heavy is imported here (when one is raised, its module is loaded).
@@ -74,10 +81,42 @@ def run(main: Callable[[list[str]], object], *, argv: Sequence[str] | None = Non
   A launcher run (`python -m launch.<name>`) first re-executes itself with glibc's transparent huge
   pages for large allocations where that applies (`launch/_huge_pages.py`).
   """
+  _stop_on_sigterm()  # from the start: loading data or compiling, a SIGTERM ends the run in one line
   # Before any JAX work: a launcher run may re-execute itself once with glibc's huge pages.
   _huge_pages.use_huge_pages()
   argv = list(sys.argv if argv is None else argv)
-  app.run(_guarded(main), argv=argv, flags_parser=functools.partial(_parse_flags, argv_filter))
+  try:
+    app.run(_guarded(main), argv=argv, flags_parser=functools.partial(_parse_flags, argv_filter))
+  except KeyboardInterrupt as e:  # a signal while the flags were parsed
+    _stop_interrupted(e)
+
+
+class Terminated(KeyboardInterrupt):
+  """SIGTERM outside the training loop (which saves its step on SIGTERM: `training.interrupts`).
+
+  A KeyboardInterrupt, as SIGINT raises there: code that cleans up after a Ctrl-C does after a
+  SIGTERM too, and `except Exception` does not catch it.
+  """
+
+
+def _raise_terminated(signum, frame):
+  del signum, frame
+  raise Terminated()
+
+
+def _stop_on_sigterm() -> None:
+  """Makes SIGTERM raise `Terminated` (as SIGINT raises KeyboardInterrupt), in the main thread, unless
+  the process was told to ignore it."""
+  if (threading.current_thread() is threading.main_thread()
+      and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
+    signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def _stop_interrupted(error: KeyboardInterrupt):
+  """One line for a SIGINT / SIGTERM that came outside the training loop; exit 130 / 143."""
+  if isinstance(error, Terminated):
+    _stop('interrupted (SIGTERM)', EXIT_SIGTERM)
+  _stop('interrupted (SIGINT)', EXIT_SIGINT)
 
 
 def fail(message: str, error: BaseException | None = None, argv: Sequence[str] | None = None):
@@ -154,8 +193,8 @@ def _guarded(main):
   def wrapped(argv):
     try:
       return main(argv)
-    except KeyboardInterrupt:
-      _stop('interrupted (SIGINT)', EXIT_SIGINT)
+    except KeyboardInterrupt as e:
+      _stop_interrupted(e)
     except Exception as e:  # pylint: disable=broad-except  (bugs are re-raised below)
       interrupted = getattr(sys.modules.get(_INTERRUPTED[0]), _INTERRUPTED[1], None)
       if interrupted is not None and isinstance(e, interrupted):
@@ -205,13 +244,14 @@ def _flag_error_message(error: Exception, argv: Sequence[str]) -> str | None:
   """The message for an error raised while parsing the command line, or None for a bug."""
   if isinstance(error, errors.UserError):  # e.g. from a launcher's argv_filter
     return str(error)
+  for name in _config_flag_names():  # a config file that is missing or fails, whatever comes with it
+    problem = _config_file_problem(name, argv, error)
+    if problem is not None:
+      return problem[0]
   for name in _config_flag_names():
     unknown = _unknown_override(name, argv)
     if unknown is not None:
       return str(unknown)
-  if 'Error whilst parsing config file' in str(error):  # get_config() raised (absl wraps it)
-    last = [line for line in str(error).splitlines() if line.strip()][-1].strip()
-    return f'the config file\'s get_config() failed: {last}'
   if isinstance(error, flags.Error):
     return f'{error} (--helpshort lists the flags)'
   return user_message(error)
@@ -255,20 +295,79 @@ def _unknown_override(name: str, argv: Sequence[str]) -> errors.ConfigKeyError |
   return None
 
 
-def _config_file_problem(name: str, argv: Sequence[str]):
-  """(message, error) when `--name` names a config file that could not be loaded, else None."""
-  value = flags.FLAGS[name].value
-  if value is None or type(value).__name__ != '_ErrorConfig':
+def _config_file_problem(name: str, argv: Sequence[str], error: BaseException | None = None):
+  """(message, error) when `--name` names a config file that is missing or fails to load, else None.
+
+  Args:
+    name: a config flag (`config`).
+    argv: the command line.
+    error: what parsing the command line raised, or None when it succeeded (then a config file that
+      could not be read left an `_ErrorConfig` as the flag's value, which raises on any access).
+      A missing file is reported whatever was raised: with `--config.<key>=...` overrides, absl
+      raises while applying them to the config that could not be loaded.
+
+  Loading fails when the file does not exist, when importing it raises (a syntax error, a missing
+  import: named by its file:line), or when its `get_config()` raises.
+  """
+  given = _flag_value(name, argv)
+  if not given:
     return None
-  try:
-    value.keys()  # an _ErrorConfig raises its load error on any access
-  except OSError as e:
-    cause = e.__cause__ or e
-    path = (_flag_value(name, argv) or '').split(':', 1)[0]
-    if not os.path.isfile(path):
-      return _missing_config_message(name, path), cause
-    return f'--{name}={path} could not be loaded: {str(cause).strip().splitlines()[-1]}', cause
+  path = given.split(':', 1)[0]
+  if error is None:
+    value = flags.FLAGS[name].value
+    if value is None or type(value).__name__ != '_ErrorConfig':
+      return None
+    try:
+      value.keys()  # an _ErrorConfig raises its load error on any access
+    except OSError as e:
+      error = e
+    else:
+      return None
+  if not os.path.isfile(path):
+    return _missing_config_message(name, path), error
+  cause = _config_load_failure(error, path)
+  if cause is None:
+    return None
+  return f'--{name}={given}: {cause}', error
+
+
+def _config_load_failure(error: BaseException, path: str) -> str | None:
+  """What failed when `error` was raised loading the config file `path` (its import, or its
+  `get_config()`), with the file:line where it was raised; None when `error` is something else."""
+  for e in _chain(error):
+    text = str(e)
+    if 'Error whilst parsing config file' in text:  # get_config() raised a TypeError / ValueError
+      lines = [line.strip() for line in text.splitlines() if line.strip()]
+      where = [f'{path}:{m.group(1)}' for m in re.finditer(
+          rf'File "{re.escape(os.path.abspath(path))}", line (\d+)', text)]
+      return 'get_config() failed' + (f' at {where[-1]}' if where else '') + f': {lines[-1]}'
+    if isinstance(e, OSError) and 'Failed loading config file' in text:  # ml_collections' own
+      return f'could not be loaded: {[l for l in text.splitlines() if l.strip()][-1].strip()}'
+    if any(f.name == 'parse' and f.filename.endswith(os.path.join('config_flags', 'config_flags.py'))
+           for f in _frames(e)):  # raised importing the file or in its get_config()
+      where = [f'{path}:{f.lineno}' for f in _frames(e) if _same_file(f.filename, path)]
+      if isinstance(e, SyntaxError) and _same_file(e.filename or '', path):
+        where, text = [f'{path}:{e.lineno}'], e.msg
+      text = text.strip().splitlines()[0] if text.strip() else ''
+      return ('the config file failed' + (f' at {where[-1]}' if where else '')
+              + f': {type(e).__name__}: {text}')
   return None
+
+
+def _chain(error: BaseException):
+  """`error`, then its causes and contexts (each once)."""
+  seen = []
+  while error is not None and error not in seen:
+    seen.append(error)
+    yield error
+    error = error.__cause__ or error.__context__
+
+
+def _same_file(a: str, b: str) -> bool:
+  try:
+    return os.path.samefile(a, b)
+  except OSError:
+    return False
 
 
 def _missing_config_message(name: str, path: str) -> str:

@@ -41,6 +41,32 @@ CASES = {
     'train missing config file': (
         ['launch.train', '--config=configs/defualt.py', '--workdir={tmp}/w'],
         ['--config=configs/defualt.py: no such config file', 'did you mean configs/default.py']),
+    # A missing config file with overrides (absl raises applying them) in both spellings, with the
+    # flags of --text_classification_dir (its data overrides are taken before absl parses) and with
+    # another flag's mistake: the same one line (issue 63).
+    'train missing config file with overrides': (
+        ['launch.train', '--config=configs/defualt.py', '--workdir={tmp}/w', '--config.train.num_steps=3',
+         '--config.model.dim', '4'],
+        ['--config=configs/defualt.py: no such config file', 'did you mean configs/default.py']),
+    'train missing config file with a text folder': (
+        ['launch.train', '--config', 'configs/defualt.py', '--workdir={tmp}/w',
+         '--text_classification_dir={tmp}/reviews', '--config.data.min_count=2',
+         '--config.train.num_steps=3'],
+        ['--config=configs/defualt.py: no such config file', 'did you mean configs/default.py']),
+    'train missing config file and an unknown flag': (
+        ['launch.train', '--config=configs/defualt.py', '--workdir={tmp}/w', '--bogus=1'],
+        ['--config=configs/defualt.py: no such config file']),
+    'train config syntax error with an override': (
+        ['launch.train', '--config={tmp}/syntax.py', '--workdir={tmp}/w', '--config.train.num_steps=3'],
+        ['--config={tmp}/syntax.py: the config file failed at {tmp}/syntax.py:2: SyntaxError: ']),
+    'train config import fails': (
+        ['launch.train', '--config={tmp}/bad_import.py', '--workdir={tmp}/w'],
+        ['--config={tmp}/bad_import.py: the config file failed at {tmp}/bad_import.py:1: '
+         "ModuleNotFoundError: No module named 'no_such_module_here'"]),
+    'train get_config raises with an override': (
+        ['launch.train', '--config={tmp}/bad_value.py', '--workdir={tmp}/w', '--config.train.num_steps=3'],
+        ['--config={tmp}/bad_value.py: get_config() failed at {tmp}/bad_value.py:3: ValueError: '
+         "invalid literal for int() with base 10: 'x'"]),
     'train get_config fails': (
         ['launch.train', '--config={tmp}/light.py:nope', '--workdir={tmp}/w'],
         ["get_config() failed: TypeError: get_config() takes 0 positional arguments"]),
@@ -113,6 +139,9 @@ def runs(tmp_path_factory):
   (tmp / 'reviews').mkdir()
   (tmp / 'reviews' / 'train.tsv').write_bytes(BAD_UTF8)
   (tmp / 'light.py').write_text(LIGHT_CONFIG)
+  (tmp / 'syntax.py').write_text('import ml_collections\ndef get_config(:\n  pass\n')
+  (tmp / 'bad_import.py').write_text('import no_such_module_here\n')
+  (tmp / 'bad_value.py').write_text('import ml_collections\ndef get_config():\n  return int("x")\n')
   (tmp / 'other').mkdir()
   (tmp / 'other' / 'config.json').write_text('{"seed": 5, "model": {"dim": 3}}')
   (tmp / 'damaged').mkdir()

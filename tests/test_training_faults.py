@@ -98,6 +98,75 @@ def test_a_signal_saves_the_step_and_resuming_equals_an_uninterrupted_run(uninte
   assert _metrics(workdir) == _metrics(uninterrupted)
 
 
+def _signal_at_progress(monkeypatch, at_step, signum=signal.SIGINT):
+  """Sends `signum` to this process when the loop reports the progress of step `at_step` (a hook
+  would not do: the loop finishes the open step before its hooks, which hid the fault)."""
+  report = metrics_lib.ProgressReport.__call__
+
+  def call(self, step, *args, **kwargs):
+    if step == at_step:
+      os.kill(os.getpid(), signum)
+    return report(self, step, *args, **kwargs)
+  monkeypatch.setattr(metrics_lib.ProgressReport, '__call__', call)
+
+
+def _tensorboard_scalars(workdir, tag):
+  """[(step, value)] of `tag` as TensorBoard reads `workdir` (its own event accumulator)."""
+  event_accumulator = pytest.importorskip(
+      'tensorboard.backend.event_processing.event_accumulator',
+      reason='tensorboard (test extra) reads the event files as TensorBoard does')
+  accumulator = event_accumulator.EventAccumulator(
+      str(workdir), size_guidance={event_accumulator.SCALARS: 0})
+  accumulator.Reload()
+  return [(e.step, e.value) for e in accumulator.Scalars(tag)]
+
+
+def test_a_signal_on_the_first_step_after_a_log_point_logs_that_step(uninterrupted, tmp_path,
+                                                                    monkeypatch):
+  """SIGINT on step 4 with a log point every 3 steps: step 4's train metrics are written before its
+  save, and the resumed run logs 5-6 at step 6; every value is the mean of the uninterrupted run's
+  (logged at every step) over the steps it covers (equal batch sizes: 48 examples, batches of 8)."""
+  workdir = str(tmp_path / 'run')
+  config = support.make_config(**{**OVERRIDES, 'train.log_every_steps': 3})
+  _signal_at_progress(monkeypatch, 4)
+  with pytest.raises(interrupts.Interrupted) as caught:
+    training.train_and_evaluate(config, workdir)
+  assert caught.value.step == 4
+  monkeypatch.undo()
+  training.train_and_evaluate(config, workdir)  # resumes from step 4
+  assert _metrics(workdir) == _metrics(uninterrupted)
+  covered = {3: (1, 2, 3), 4: (4,), 6: (5, 6), 9: (7, 8, 9), 12: (10, 11, 12)}
+  for tag in ('train/loss', 'train/accuracy'):
+    every_step = dict(_tensorboard_scalars(uninterrupted, tag))
+    assert sorted(every_step) == list(range(1, 13))
+    expected = [(step, sum(every_step[s] for s in steps) / len(steps)) for step, steps in covered.items()]
+    read = _tensorboard_scalars(workdir, tag)
+    assert [s for s, _ in read] == [s for s, _ in expected], tag
+    assert [v for _, v in read] == pytest.approx([v for _, v in expected], rel=1e-5), tag
+
+
+def test_an_interrupted_step_that_diverged_is_not_saved(tmp_path, monkeypatch):
+  """Step 4 (after the log point 3) reports a NaN loss and SIGINT comes: the divergence check runs
+  before the save (one `training diverged` error naming step 4), nothing of step 4 is saved."""
+  from jax_structured.training import parallel  # pylint: disable=g-import-not-at-top
+  workdir = tmp_path / 'run'
+  start_train, calls = parallel.Runner.start_train, []
+
+  def nan_loss_at_step_4(self, *args, **kwargs):
+    state, metrics, pending = start_train(self, *args, **kwargs)
+    calls.append(1)
+    if len(calls) == 4:
+      zero = metrics['loss'][0] - metrics['loss'][0]  # on the device (no host-to-device copy)
+      metrics = dict(metrics, loss=(zero / zero, metrics['loss'][1]))
+    return state, metrics, pending
+  monkeypatch.setattr(parallel.Runner, 'start_train', nan_loss_at_step_4)
+  _signal_at_progress(monkeypatch, 4)
+  config = support.make_config(**{**OVERRIDES, 'train.log_every_steps': 3})
+  with pytest.raises(FloatingPointError, match=r'training diverged: train/loss = nan over steps 4-4'):
+    training.train_and_evaluate(config, str(workdir))
+  assert not (workdir / 'checkpoints' / '4').exists()
+
+
 # --- file-system faults (in-process) ----------------------------------------------------------------
 
 def _loads_nothing(monkeypatch):
@@ -242,6 +311,45 @@ def test_one_run_per_workdir_and_the_launcher_lines_of_signals(tmp_path):
   assert impatient.process.returncode == 130
   assert line.startswith(f'SIGINT again: exiting at once, unsaved; the last checkpoint is step '), line
   assert 'resume with the same command: python' in line
+
+
+SLOW_LOADING_CONFIG = f'''
+import sys, time
+sys.path.insert(0, {TESTS!r})
+import test_training_support as support
+from jax_structured import data
+
+
+@data.register('tiny_slow_sentences')
+def _slow(config):
+  print('loading the data', flush=True)
+  time.sleep(120)
+  return support.tiny_sentences(config)
+
+
+def get_config():
+  return support.make_config(**{{**{OVERRIDES!r}, 'data.name': 'tiny_slow_sentences'}})
+'''
+
+
+def test_sigterm_before_training_is_one_line_and_status_143(tmp_path):
+  """SIGTERM while the data loads (before the loop's own handlers): `interrupted (SIGTERM)`, exit 143
+  (a scheduler's preemption at start-up used to end the process silently, status -15)."""
+  (tmp_path / 'slow.py').write_text(SLOW_LOADING_CONFIG)
+  env = dict(os.environ, PYTHONPATH=REPO, JAX_PLATFORMS='cpu', OPENBLAS_NUM_THREADS='1')
+  process = subprocess.Popen(
+      [sys.executable, '-m', 'launch.train', f'--config={tmp_path / "slow.py"}',
+       f'--workdir={tmp_path / "run"}'], cwd=REPO, env=env, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  try:
+    assert process.stdout.readline() == 'loading the data\n', process.stderr.read()[-3000:]
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+  finally:
+    process.kill()
+  assert process.returncode == 143, err[-3000:]
+  assert [line for line in err.splitlines() if line.strip()][-1] == 'interrupted (SIGTERM)', err[-3000:]
+  assert 'Traceback' not in err
 
 
 def test_evaluate_prints_its_metrics_when_it_cannot_save_them(uninterrupted, tmp_path):
