@@ -429,6 +429,47 @@ def test_decode_gives_valid_trees_and_the_best_tree():
       assert relations[i, m] == np.argmax(rel[i, h[m], m, 2:]) + 2
 
 
+def test_joint_decoding_maximises_tree_plus_relation_log_probabilities():
+  """decoding='joint' returns the enumerated argmax over (tree, relations) of arc scores + log P(relation
+  | head, modifier) (reserved ids excluded), which the pipeline's tree need not be; bad names are errors."""
+  rng = np.random.default_rng(11)
+  lengths = [4, 2, 4]
+  arc, root, _, lens = _random_problem(12, lengths, 4)
+  rel = rng.normal(scale=3.0, size=(3, 5, 4, 4))  # R = 4: ids 2 and 3 can be predicted
+  outputs = {'arc_scores': arc, 'root_scores': root, 'relation_logits': rel}
+  heads, relations = map(np.asarray, jax.jit(functools.partial(parser.decode, decoding='joint'))(
+      outputs, lens))
+  differs = 0
+  for i, length in enumerate(lengths):
+    log_p = rel[i] - np.log(np.exp(rel[i][..., 2:]).sum(-1, keepdims=True))  # over ids 2, 3 only
+    trees_ = brute_force.all_trees(length)
+    m = np.arange(length)
+    best, best_score = None, -np.inf
+    for h in trees_:
+      rows = np.where(h == -1, 4, h)  # the ROOT row is last
+      per_word = np.where(h == -1, root[i, m], arc[i, np.where(h == -1, 0, h), m])
+      labels = np.argmax(log_p[rows, m][:, 2:], -1) + 2
+      score = per_word.sum() + log_p[rows, m, labels].sum()
+      if score > best_score:
+        best, best_score = (h, labels), score
+    np.testing.assert_array_equal(heads[i, :length], best[0])
+    np.testing.assert_array_equal(relations[i, :length], best[1])
+    assert np.all(heads[i, length:] == -1) and np.all(relations[i, length:] == 0)
+    differs += not np.array_equal(brute_force.reference(arc[i, :length, :length], root[i, :length])[3],
+                                  best[0])
+  assert differs  # the joint tree is not always the pipeline's: the test tells the two apart
+  with pytest.raises(ValueError, match="decoding 'best'"):
+    parser.decode(outputs, lens, 'best')
+  with pytest.raises(ValueError, match='config.model.decoding'):
+    parser.check_config(ml_collections.ConfigDict({'name': 'parser.biaffine', 'decoding': 'best'}))
+  with pytest.raises(ValueError, match='config.model.decoding'):
+    parse_task.ParseTask(ml_collections.ConfigDict({'model': {'decoding': 'best'}}))
+  task = parse_task.ParseTask(ml_collections.ConfigDict({'model': {'decoding': 'joint'}}))
+  batch = {'heads': best[0][None], 'relations': best[1][None], 'lengths': np.array([4])}
+  metrics = task.eval_metrics({k: v[2:] for k, v in outputs.items()}, batch)
+  assert metrics['uas'] == (4, 4) and metrics['las'] == (4, 4)
+
+
 # ------------------------------------------------------------------------- tiny CoNLL-U training
 
 

@@ -45,6 +45,7 @@ def get_config(options: str = '') -> ml_collections.ConfigDict:
             'batch_size': 32, 'embedding_dim': 100},
       model={'name': 'parser.biaffine',
              'loss': 'crf',  # 'crf' (tree CRF, per-token average) | 'local' (head selection)
+             'decoding': 'pipeline',  # 'pipeline' (mst, then relations) | 'joint' (labeled_mst)
              'single_root': True, 'num_tags': EWT_NUM_TAGS,
              'num_relations': EWT_NUM_RELATIONS,  # 0 = the data's number of label names
              'embedding_dim': 100, 'tag_embedding_dim': 100,

@@ -123,12 +123,12 @@ def _stats(sentence_records, seconds: float, first_seconds: float, first_sentenc
 
 
 def parse(trained, sentence_records: Sequence[Mapping[str, Any]], *, batch_size: int = 32,
-          ) -> tuple[list[tuple[np.ndarray, list[str], list[str] | None]], dict[str, float]]:
+          decoding: str | None = None) -> tuple[list[tuple[np.ndarray, list[str], list[str] | None]], dict[str, float]]:
   """Parses sentences with a trained parser (restored by `training.load_trained`), on device, batched.
 
   Sentences are sorted by length and padded to power-of-two lengths (>= 8, `bucket_length`) so each
-  shape compiles once; trees are decoded with `models.parser.decode` (`trees.mst`) inside the jitted
-  function. Tags: with `config.model.tag_input == 'gold'` the input's UPOS (CoNLL-U input) are used
+  shape compiles once; trees are decoded with `models.parser.decode` (`config.model.decoding`) inside
+  the jitted function. Tags: with `config.model.tag_input == 'gold'` the input's UPOS (CoNLL-U input) are used
   when EVERY sentence has them, else the tagger head's predictions; 'predicted' and 'none' models
   always use (and write) their own predicted UPOS.
 
@@ -137,6 +137,8 @@ def parse(trained, sentence_records: Sequence[Mapping[str, Any]], *, batch_size:
     sentence_records: `data.sentences.read_sentences` records (only 'words' and, for 'gold' tags,
       'tags' are read).
     batch_size: sentences per device batch.
+    decoding: `models.parser.DECODINGS` name; None: the workdir's `config.model.decoding` ('pipeline'
+      when unset).
 
   Returns:
     ([(heads int32[n] (-1 = ROOT), relation names, UPOS names or None)] in input order,
@@ -148,11 +150,15 @@ def parse(trained, sentence_records: Sequence[Mapping[str, Any]], *, batch_size:
   relation_names, tag_names = _label_names(trained)
   settings = _input_settings(trained, sentence_records, tag_names)
   writes_upos = bool(model.num_tags and tag_names and not settings['use_tags'])
+  if decoding is None:
+    decoding = (trained.config.get('model') or {}).get('decoding', 'pipeline')
+  if decoding not in parser.DECODINGS:
+    raise ValueError(f'decoding={decoding!r}; expected one of {parser.DECODINGS}')
 
   @jax.jit
   def run(variables, batch):
     outputs = model.apply(variables, batch, train=False)
-    heads, relations = parser.decode(outputs, batch['lengths'])
+    heads, relations = parser.decode(outputs, batch['lengths'], decoding)
     return heads, relations, outputs.get('tags', jnp.zeros_like(heads))
 
   variables = jax.device_put(trained.variables)

@@ -34,9 +34,13 @@ Tags (`config.model.tag_input`): the parser never needs tags from the user.
   falls back to the tagging head's predictions.
 - 'none': no tag embeddings; the tagging head is still trained (auxiliary loss) and writes UPOS.
 
+Decoding (`config.model.decoding`): 'pipeline' (default), the tree by `trees.mst` (single root, on
+device), then each word's argmax relation at its head; 'joint', the best labeled tree
+(`trees.labeled_mst` of `labeled_scores`): the exact maximiser of `log P(tree) + sum_m log P(relation_m
+| head_m, m)`, the product the two loss terms train (the pipeline maximises the tree alone).
+
 Evaluation (`attachment_metrics`, the 'parse' task's `eval_metrics`: `training.parse_task.ParseTask`,
-which lives in the training layer): trees decoded on device with `trees.mst` (single root,
-Chu-Liu-Edmonds), relations = argmax of the relation logits at the predicted heads; UAS / LAS over
+which lives in the training layer): trees and relations decoded on device (see Decoding); UAS / LAS over
 all real words ('uas', 'las': punctuation included, as in the CoNLL 2018 shared task; 'las' is the
 dev metric) and, given the ids of the punctuation tags, with punctuation excluded ('uas_nopunct',
 'las_nopunct': words whose GOLD tag is one of them, the CoNLL-2006/2007 convention applied by tag;
@@ -64,6 +68,7 @@ from jax_structured.models import registry
 Array = jax.Array
 
 LOSSES = ('crf', 'local')
+DECODINGS = ('pipeline', 'joint')
 TAG_INPUTS = ('predicted', 'gold', 'none')
 # The first RESERVED_LABELS ids of the tag and relation tables are never predicted: the label tables
 # the parser is trained with keep them for padding and unknown labels (`data.Vocabulary`'s `<pad>` = 0,
@@ -161,23 +166,42 @@ def crf_log_partition(outputs: Mapping[str, Array], lengths: Array) -> Array:
   return trees.log_partition(outputs['arc_scores'], outputs['root_scores'], lengths, single_root=True)
 
 
-def decode(outputs: Mapping[str, Array], lengths: Array) -> tuple[Array, Array]:
-  """Predicted trees (Chu-Liu-Edmonds, single root, on device) and relations at the predicted heads.
+def labeled_scores(outputs: Mapping[str, Array]) -> tuple[Array, Array]:
+  """Labeled arc scores of `outputs` (see `decode`) for joint decoding, in `trees.labeled_mst`'s layout:
+  (arc float[B, n, n, R], root float[B, n, R]), `arc[b, h, m, l] = arc_scores[b, h, m] +
+  log_softmax(relation_logits[b, h, m])[l]` (root: the ROOT row); the `RESERVED_LABELS` first -inf."""
+  logits = outputs['relation_logits']
+  n = logits.shape[-2]
+  if logits.shape[-1] > RESERVED_LABELS:
+    logits = jnp.where(jnp.arange(logits.shape[-1]) < RESERVED_LABELS, -jnp.inf, logits)
+  log_p = jax.nn.log_softmax(logits, axis=-1)
+  return (outputs['arc_scores'][..., None] + log_p[:, :n],
+          outputs['root_scores'][..., None] + log_p[:, n])
+
+
+def decode(outputs: Mapping[str, Array], lengths: Array, decoding: str = 'pipeline'
+           ) -> tuple[Array, Array]:
+  """Predicted trees (single root, on device) and their relations (module docstring, Decoding).
 
   Args:
     outputs: the model outputs ('arc_scores' [B, n, n], 'root_scores' [B, n], 'relation_logits'
       [B, n + 1, n, R]).
     lengths: int[B].
+    decoding: 'pipeline' or 'joint' (`DECODINGS`).
 
   Returns:
     (heads int32[B, n] with -1 = ROOT and on padding, relations int32[B, n] (never one of the
     `RESERVED_LABELS` first ids), 0 on padding).
   """
-  heads = trees.mst(outputs['arc_scores'], outputs['root_scores'], lengths, single_root=True)
-  heads = heads.astype(jnp.int32)
-  relations = predict_labels(relation_logits_at(outputs['relation_logits'], heads))
+  if decoding not in DECODINGS:
+    raise ValueError(f'unknown parser decoding {decoding!r}; expected one of {DECODINGS}')
+  if decoding == 'joint':
+    heads, relations = trees.labeled_mst(*labeled_scores(outputs), lengths, single_root=True)
+  else:
+    heads = trees.mst(outputs['arc_scores'], outputs['root_scores'], lengths, single_root=True)
+    relations = predict_labels(relation_logits_at(outputs['relation_logits'], heads.astype(jnp.int32)))
   mask = word_mask(lengths, heads.shape[-1])
-  return heads, jnp.where(mask, relations, 0).astype(jnp.int32)
+  return heads.astype(jnp.int32), jnp.where(mask, relations, 0).astype(jnp.int32)
 
 
 def _masked_ce(logits: Array, targets: Array) -> Array:
@@ -465,7 +489,7 @@ class BiaffineParser(nn.Module):
 # ----------------------------------------------------------------------------------------------
 
 # Read by `training.parse_task.ParseTask`, not by the module (`num_relations` is given to it).
-_TASK_KEYS = ('loss', 'tag_loss_weight', 'single_root', 'num_relations')
+_TASK_KEYS = ('loss', 'tag_loss_weight', 'single_root', 'num_relations', 'decoding')
 MODEL_KEYS = ('name', 'num_tags', 'embedding_dim', 'tag_embedding_dim', 'tag_input',
               'char_embedding_dim', 'char_features', 'num_chars', 'hidden_size', 'num_layers',
               'tagger_hidden_size', 'arc_mlp_size', 'label_mlp_size', 'dropout_rate') + _TASK_KEYS
@@ -482,7 +506,7 @@ def check_config(config) -> None:
   Raises:
     KeyError naming keys of the old names (`RENAMED_KEYS`: a workdir or config written before the
     rename, with the command that retrains it) or other unknown keys (listing the valid ones);
-    ValueError for a bad `loss` or `single_root=False`.
+    ValueError for a bad `loss` or `decoding`, or `single_root=False`.
   """
   old = [k for k in RENAMED_KEYS if k in config]
   if old:
@@ -495,6 +519,8 @@ def check_config(config) -> None:
   registry.check_keys(config, MODEL_KEYS, 'parser.biaffine')
   if config.get('loss', 'crf') not in LOSSES:
     raise ValueError(f'config.model.loss={config.get("loss")!r}; expected one of {LOSSES}')
+  if config.get('decoding', 'pipeline') not in DECODINGS:
+    raise ValueError(f'config.model.decoding={config.get("decoding")!r}; expected one of {DECODINGS}')
   if not config.get('single_root', True):
     raise ValueError('config.model.single_root=False: the parser decodes and trains single-root '
                      'trees (UD has exactly one root per sentence)')
@@ -508,8 +534,8 @@ def build(config, *, vocab_size: int, num_classes: int, embeddings=None) -> Biaf
     config: the model ConfigDict (`config.model`). `num_relations` (> 0) fixes the number of
       dependency relations; 0 takes `num_classes`. `num_tags` must equal the size of the data's tag
       vocabulary (UPOS: 17 tags + `<pad>` + `<unk>` = 19; `training.parse_task` checks it); ids outside
-      the tables give NaN losses, never silent clamping. `loss`, `tag_loss_weight` and `single_root`
-      are read by `training.parse_task.ParseTask`.
+      the tables give NaN losses, never silent clamping. `loss`, `tag_loss_weight`, `single_root` and
+      `decoding` are read by `training.parse_task.ParseTask` (`decoding` also by `analysis.parsing`).
     vocab_size: number of word ids.
     num_classes: number of relations when the data's label names are the relation names.
     embeddings: optional float[vocab_size, embedding_dim] initial word vectors.
@@ -535,7 +561,8 @@ def build(config, *, vocab_size: int, num_classes: int, embeddings=None) -> Biaf
 
 
 def attachment_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array], *,
-                       punct_tag_ids: Sequence[int] | None = None) -> dict[str, tuple[Array, Array]]:
+                       punct_tag_ids: Sequence[int] | None = None, decoding: str = 'pipeline'
+                       ) -> dict[str, tuple[Array, Array]]:
   """UAS / LAS (and tagging accuracy) of `decode`d trees against the batch's gold trees.
 
   Args:
@@ -544,6 +571,7 @@ def attachment_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array],
     punct_tag_ids: ids of the punctuation tags in the tag vocabulary (`data.sentences.punct_tag_ids`);
       when given (even empty), also 'uas_nopunct' / 'las_nopunct' over words whose GOLD tag is not one
       of them.
+    decoding: see `decode`.
 
   Returns:
     {'uas', 'las', ['uas_nopunct', 'las_nopunct'], ['upos']: (correct, count)} float32 sums.
@@ -553,7 +581,7 @@ def attachment_metrics(outputs: Mapping[str, Array], batch: Mapping[str, Array],
   example_mask = batch.get('example_mask', jnp.ones(lengths.shape, jnp.float32)) > 0
   mask = word_mask(lengths, n) & example_mask[:, None]
   num_words = mask.sum()
-  pred_heads, pred_relations = decode(outputs, lengths)
+  pred_heads, pred_relations = decode(outputs, lengths, decoding)
   head_ok = (pred_heads == heads) & mask
   label_ok = head_ok & (pred_relations == batch['relations'])
   metrics = {'uas': (head_ok.sum(), num_words), 'las': (label_ok.sum(), num_words)}

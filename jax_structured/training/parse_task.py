@@ -74,7 +74,7 @@ def check_characters(config) -> None:
 class ParseTask(tasks.Task):
   """Training-platform task 'parse': tree-CRF (or local) loss; UAS/LAS of `trees.mst` trees.
 
-  Constructed with the run config (reads `config.model.loss` and `config.model.tag_loss_weight`) and,
+  Constructed with the run config (reads `config.model.loss`, `tag_loss_weight` and `decoding`) and,
   when the caller has it, the task data, whose `extras['tag_vocab']` gives the PUNCT/SYM ids for the
   punctuation-free scores (without it, only the punctuation-included 'uas'/'las' are reported, the
   CoNLL 2018 shared-task convention, which is also the dev metric).
@@ -90,6 +90,9 @@ class ParseTask(tasks.Task):
     if self.loss not in parser.LOSSES:
       raise ValueError(f'config.model.loss={self.loss!r}; expected one of {parser.LOSSES}')
     self.tag_loss_weight = float(model_config.get('tag_loss_weight', 1.0))
+    self.decoding = model_config.get('decoding', 'pipeline')
+    if self.decoding not in parser.DECODINGS:
+      raise ValueError(f'config.model.decoding={self.decoding!r}; expected one of {parser.DECODINGS}')
     if config is not None:
       check_characters(config)
     extras = (getattr(task_data, 'extras', None) or {}) if task_data is not None else {}
@@ -118,6 +121,7 @@ class ParseTask(tasks.Task):
     return loss, metrics, flagged
 
   def eval_metrics(self, outputs, batch, intermediates=None):
-    """UAS/LAS (+ punctuation-free, UPOS accuracy) of Chu-Liu-Edmonds trees, decoded on device."""
+    """UAS/LAS (+ punctuation-free, UPOS accuracy) of trees decoded on device (`config.model.decoding`)."""
     del intermediates
-    return parser.attachment_metrics(outputs, batch, punct_tag_ids=self.punct_tag_ids)
+    return parser.attachment_metrics(outputs, batch, punct_tag_ids=self.punct_tag_ids,
+                                     decoding=self.decoding)
