@@ -9,6 +9,9 @@ The layer above `training` (it restores workdirs with `training.load_trained`) a
                                        (Yu et al. 2018 Table 2b), BLEU against a reference
   `show_boundaries(workdir, split)`    MHS-RNN / HM-RNN phrase boundaries: lengths, word classes,
                                        pictures (Luo & Zhu sec. IV-D, Fig. 5, Table II)
+  `predict.Predictor(workdir)`        a trained classifier on new text: `predict(texts)` (labels,
+                                       probabilities, trees), `encode(texts)` (vectors), `trees(texts)`
+                                       (launch.predict, launch.encode)
   `parsing.parse(trained, sentences)`  a trained parser's trees of sentences, batched on device
   `parsing.parse_file(workdir, ...)`   a trained parser's CoNLL-U of a file (launch.parse)
   `parsing.annotate(workdir, data)`    a dataset's heads cache for `config.data.trees` (launch.parse
@@ -21,11 +24,14 @@ from jax_structured.analysis import attention
 from jax_structured.analysis import boundaries
 from jax_structured.analysis import induce
 from jax_structured.analysis import parsing
+from jax_structured.analysis import predict
+from jax_structured.analysis import raw_text
 from jax_structured.analysis import translate
 from jax_structured.analysis.attention import render_attention
 from jax_structured.analysis.boundaries import show_boundaries
 from jax_structured.analysis.induce import induce_trees
 from jax_structured.analysis.induce import tree_statistics
+from jax_structured.analysis.predict import Predictor
 
-__all__ = ['attention', 'boundaries', 'induce', 'induce_trees', 'parsing', 'render_attention',
-           'show_boundaries', 'translate', 'tree_statistics']
+__all__ = ['Predictor', 'attention', 'boundaries', 'induce', 'induce_trees', 'parsing', 'predict',
+           'raw_text', 'render_attention', 'show_boundaries', 'translate', 'tree_statistics']

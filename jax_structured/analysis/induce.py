@@ -22,6 +22,7 @@ import json
 import os
 from typing import Any, Mapping, Optional, Sequence
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -76,23 +77,65 @@ def decode_levels(found: Mapping[str, Any], *, single_root: bool = True) -> dict
 
 
 def make_decoder(model, *, single_root: bool = True):
-  """A `fn(variables, batch) -> (logits, {prefix: decoded level})` for `model`: one jitted program
-  with the trees functions' LU path only over the batch, and for the examples with a flagged tree
-  (`nn.exactness`) a second one under `trees.exact_mode('in_program')` over those only (compiled the
-  first time one is flagged; `training.parallel.with_exact_rows`)."""
+  """A `fn(variables, batch) -> (logits, {prefix: decoded level})` for `model` (`make_program`)."""
+  program = make_program(model, single_root=single_root)
+
+  def decode(variables, batch):
+    out = program(variables, batch)
+    return out['logits'], out['levels']
+  return decode
+
+
+# The layers a classifier head's input reaches first (`models.heads.classify`: 'hidden' when the head
+# has an MLP layer, else 'logits'; dropout is the identity at inference).
+CLASSIFIER_LAYERS = ('hidden', 'logits')
+
+
+def make_program(model, *, single_root: bool = True, features: bool = False, sown: Sequence[str] = ()):
+  """A `fn(variables, batch) -> {'logits', 'levels', ['features'], ['sown']}` for `model`: one jitted
+  program with the trees functions' LU path only over the batch, and for the examples with a flagged
+  tree (`nn.exactness`) a second one under `trees.exact_mode('in_program')` over those only (compiled
+  the first time one is flagged; `training.parallel.with_exact_rows`): never a NaN tree.
+
+  Args:
+    model: a Linen module called as `model.apply(variables, batch, train=False)`.
+    single_root: decode trees with exactly one ROOT child.
+    features: also return 'features' [B, D], the input of the classifier (the first call of a Dense
+      layer named in CLASSIFIER_LAYERS directly under the head: the vector its task layer reads).
+    sown: names of sown intermediates to return under 'sown' (those present; each example-major).
+
+  Returns:
+    The function; 'levels' as `decode_levels` gives them.
+  """
   def decode(variables, batch, exact):
     mutable = ['intermediates'] if exact else ['intermediates', exactness.FLAGGED]
-    with trees.exact_mode('in_program' if exact else 'flag'):
+    seen = []
+
+    def interceptor(next_fun, args, kwargs, context):
+      module = context.module
+      if (features and not seen and context.method_name == '__call__' and isinstance(module, nn.Dense)
+          and tuple(module.scope.path) in ((name,) for name in CLASSIFIER_LAYERS)):
+        seen.append(args[0])
+      return next_fun(*args, **kwargs)
+
+    with trees.exact_mode('in_program' if exact else 'flag'), nn.intercept_methods(interceptor):
       logits, state = model.apply(variables, batch, train=False, mutable=mutable)
       found = intermediates_lib.find_intermediates(state.get('intermediates', {}))
       found = {k: (v[-1] if isinstance(v, tuple) else v) for k, v in found.items()}
-      levels = decode_levels(found, single_root=single_root)
+      out = {'logits': logits, 'levels': decode_levels(found, single_root=single_root)}
+    if features:
+      if not seen:
+        raise ValueError(f'{type(model).__name__} has no classifier layer {CLASSIFIER_LAYERS}: no '
+                         'features to return')
+      out['features'] = seen[0]
+    if sown:
+      out['sown'] = {k: found[k] for k in sown if k in found}
     if exact:
-      return logits, levels
+      return out
     flagged = training.steps.flagged_examples(state.get(exactness.FLAGGED, {}), batch)
     if flagged is None:  # no trees computed: nothing to redo
       flagged = jnp.zeros(training.tasks.example_weights(batch).shape, bool)
-    return (logits, levels), flagged
+    return out, flagged
 
   hot = jax.jit(functools.partial(decode, exact=False))
   exact = jax.jit(functools.partial(decode, exact=True))

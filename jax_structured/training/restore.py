@@ -34,6 +34,8 @@ class Trained:
     extras: JSON-able `TaskData.extras` saved at training time.
     step: the restored checkpoint's step.
     task: the task object (loss/metrics; `dev_metric`).
+    kind: the data kind the run trained on ('sentence', 'pair', 'document', 'parse', 'translation',
+      'lm'; `data.batching.KINDS`).
   """
   config: config_lib.ResolvedConfig
   model: Any
@@ -43,6 +45,7 @@ class Trained:
   extras: dict
   step: int = 0
   task: Any = None
+  kind: str = ''
 
 
 class _SavedData:
@@ -94,7 +97,8 @@ def load_trained(workdir: str, checkpoint: str | int = 'best') -> Trained:
   state = parallel.to_host(state)
   variables = {'params': state.params, **state.model_state}
   return Trained(config=config, model=setup.model, variables=variables, vocab=files['vocab'],
-                 label_names=files['label_names'], extras=files['extras'], step=step, task=setup.task)
+                 label_names=files['label_names'], extras=files['extras'], step=step, task=setup.task,
+                 kind=files['run_info']['kind'])
 
 
 def _restore_checkpoint(workdir: str, run_info: dict, target, checkpoint: str | int):

@@ -1,0 +1,59 @@
+r"""Sentence (pair, document) vectors of a trained classifier: one float32 row per input line.
+
+    python -m launch.encode --workdir=/tmp/run --input=sentences.txt --output=vectors.npy \
+        [--checkpoint=best|latest|STEP] [--on_bad_lines=error|skip] [--encoding=utf-8]
+
+Each row is the vector the task's classifier layer reads (the pooled sentence vector; for pairs the
+interaction features, for documents the pooled document vector), in input order; `<output>.json`
+beside it says what the rows are (model, encoder, checkpoint step, dimension, pooling, the input line
+of each row, skipped and truncated counts). Inputs are read as `launch.predict` reads them.
+"""
+import json
+import sys
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from jax_structured.analysis import predict
+from jax_structured.analysis import raw_text
+from launch import _compilation_cache
+from launch import _errors
+from launch import _workdir_flags
+
+_INPUT = flags.DEFINE_string('input', None, "Input text file ('-': stdin).", required=True)
+_OUTPUT = flags.DEFINE_string('output', None, 'Output .npy file (float32 [rows, dimension]).', required=True)
+
+
+def _save(vectors: np.ndarray, description: dict) -> None:
+  np.save(_OUTPUT.value, vectors.astype(np.float32))
+  path = (_OUTPUT.value[:-4] if _OUTPUT.value.endswith('.npy') else _OUTPUT.value) + '.json'
+  description = {**description, 'vectors': _OUTPUT.value if _OUTPUT.value.endswith('.npy')
+                 else _OUTPUT.value + '.npy'}
+  with open(path, 'w', encoding='utf-8') as f:
+    json.dump(description, f, indent=2)
+  print(f'{description["rows"]} x {description["dimension"]} float32 vectors written to '
+        f'{description["vectors"]} (described in {path})', file=sys.stderr)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  _compilation_cache.enable()
+  predictor = predict.Predictor(_workdir_flags.WORKDIR.value, _workdir_flags.checkpoint())
+  stream, source = _workdir_flags.open_input(_INPUT.value)
+  try:
+    vectors, description = predict.encode_file(predictor, stream, source=source,
+                                               on_bad_lines=_workdir_flags.ON_BAD_LINES.value,
+                                               encoding=_workdir_flags.ENCODING.value)
+  except raw_text.BadLine as e:
+    _save(e.vectors, e.description)  # the rows of the lines before the bad one are not lost
+    raise
+  _save(vectors, description)
+  if description['skipped'] or description['truncated']:
+    print('; '.join(f'{key} ' + ', '.join(f'{k}: {v}' for k, v in sorted(description[key].items()))
+                    for key in ('skipped', 'truncated') if description[key]), file=sys.stderr)
+
+
+if __name__ == '__main__':
+  _errors.run(main)

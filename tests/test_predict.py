@@ -1,0 +1,224 @@
+"""launch.predict / launch.encode / analysis.predict.Predictor: a trained classifier on new text.
+
+Tiny runs are trained once per module: a sentence model (structured attention), a pair model
+(structured attention, Quora fixture) and a document model (MHS-RNN). Agreement: the predictions on the
+raw text of the test split give exactly the accuracy `training.evaluate` reports; the trees equal
+`analysis.induce_trees`'s; then the bad-input cases and encode's rows and JSON.
+"""
+import json
+import os
+import pathlib
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from configs.encoders import compare
+from configs.luo_zhu import document_config
+from jax_structured import training
+from jax_structured import trees
+from jax_structured.analysis import induce
+from jax_structured.analysis import predict
+from jax_structured.analysis import raw_text
+from jax_structured.data import loaders
+from jax_structured.data.loaders import pairs
+
+ROOT = pathlib.Path(__file__).parent.parent
+_POS, _NEG = 'good fine great lovely superb nice'.split(), 'bad dull awful poor boring weak'.split()
+_FILLER = 'the film was a story plot and it very'.split()
+
+
+def _texts(n, rng, sentences=1):
+  rows = []
+  for _ in range(n):
+    y = rng.choice(['pos', 'neg'])
+    parts = []
+    for _ in range(rng.randint(1, sentences)):
+      words = rng.sample(_FILLER, rng.randint(2, 5)) + [rng.choice(_POS if y == 'pos' else _NEG)]
+      rng.shuffle(words)
+      parts.append(' '.join(words).capitalize() + rng.choice(['.', '!', ', truly.']))
+    rows.append((y, ' '.join(parts)))
+  return rows
+
+
+def _folder(path, sentences):
+  rng = random.Random(0)
+  path.mkdir()
+  for split, n in (('train', 48), ('dev', 8), ('test', 20)):
+    (path / f'{split}.tsv').write_text(''.join(f'{y}\t{t}\n' for y, t in _texts(n, rng, sentences)))
+  return path
+
+
+def _train(config, workdir, data_dir):
+  config.data.data_dir = str(data_dir)
+  config.data.min_count = 1
+  config.train.linear_baseline = False
+  config.train.num_steps = 6
+  config.train.num_epochs = 0
+  training.train_and_evaluate(config, str(workdir))
+  return str(workdir)
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+  """{kind: (workdir, test split raw lines, gold label names)}."""
+  tmp = tmp_path_factory.mktemp('predict')
+  out = {}
+  folder = _folder(tmp / 'sentences', 1)
+  config = loaders.with_text_classification_data(compare.get_config('structured_attention,tiny'),
+                                                 str(folder))
+  out['sentence'] = (_train(config, tmp / 'sentence', tmp / 'tfds'), *_raw(folder / 'test.tsv'))
+  config = compare.get_config('structured_attention,tiny,snli')
+  config.data = loaders.default_config('quora_qqp')
+  folder = _quora_folder(tmp / 'quora')
+  config.data.manual_dir, config.data.batch_size = str(folder), 8
+  out['pair'] = (_train(config, tmp / 'pair', tmp / 'tfds'), *_raw_quora(folder / 'test.tsv'))
+  folder = _folder(tmp / 'documents', 3)
+  config = document_config('text_classification', {'manual_dir': str(folder), 'split_sentences': True,
+                                                    'embeddings': ''}, variant='mhs_rnn', tiny=True)
+  out['document'] = (_train(config, tmp / 'document', tmp / 'tfds'), *_raw(folder / 'test.tsv'))
+  return out
+
+
+def _raw(path):
+  rows = [line.rstrip('\n').split('\t', 1) for line in open(path, encoding='utf-8')]
+  return [t for _, t in rows], [y for y, _ in rows]
+
+
+def _quora_folder(path):
+  """Quora files (Wang et al.'s `label<TAB>q1<TAB>q2<TAB>id`): duplicates share their sentiment."""
+  rng = random.Random(1)
+  path.mkdir()
+  for split, name, n in (('train', 'train.tsv', 48), ('dev', 'dev.txt', 8), ('test', 'test.tsv', 20)):
+    a, b = _texts(n, rng), _texts(n, rng)
+    (path / name).write_text(''.join(f'{int(x[0] == y[0])}\t{x[1]}\t{y[1]}\t{i}\n'
+                                     for i, (x, y) in enumerate(zip(a, b))))
+  return path
+
+
+def _raw_quora(path):
+  rows = [line.rstrip('\n').split('\t') for line in open(path, encoding='utf-8')]
+  return [f'{q1}\t{q2}' for _, q1, q2, _ in rows], [pairs.QUORA_LABELS[int(y)] for y, _, _, _ in rows]
+
+
+@pytest.mark.parametrize('kind', ['sentence', 'pair', 'document'])
+def test_predictions_on_the_raw_test_text_give_the_evaluated_accuracy(runs, kind):
+  workdir, texts, gold = runs[kind]
+  predictor = predict.Predictor(workdir)
+  assert predictor.kind == kind
+  predicted = predictor.predict(texts)
+  accuracy = float(np.mean([p['label'] == g for p, g in zip(predicted, gold)]))
+  assert accuracy == pytest.approx(training.evaluate(workdir, 'test')['accuracy'], abs=1e-9)
+  for p in predicted:
+    assert sum(p['probabilities'].values()) == pytest.approx(1.0, abs=1e-5)
+    assert p['label'] == max(p['probabilities'], key=p['probabilities'].get)
+
+
+@pytest.mark.parametrize('kind', ['sentence', 'pair'])
+def test_trees_equal_those_of_induce_trees(runs, kind, tmp_path):
+  workdir, texts, _ = runs[kind]
+  induced = induce.induce_trees(workdir, 'test', num_pictures=0, output_dir=str(tmp_path))
+  ours = predict.Predictor(workdir).trees(texts)
+  for level in induced['levels']:
+    theirs = induce.read_conllu(str(tmp_path / f'{level}_trees.conllu'))
+    mine = [t for record in ours for t in record[level]]
+    assert len(mine) == len(theirs) > 0
+    for tree, (words, heads) in zip(mine, theirs):
+      assert len(tree['words']) == len(words)
+      np.testing.assert_array_equal(trees.heads_from_conllu(np.asarray(tree['heads'])), heads)
+
+
+def test_document_trees_and_boundaries_on_request(runs):
+  workdir, texts, _ = runs['document']
+  p = predict.Predictor(workdir).predict(texts[:2], details=['boundaries'])
+  assert 'document_boundaries' in p[0]['details'] and 'document_boundary_probs' in p[0]['details']
+
+
+def test_encode_rows_are_the_classifier_input(runs):
+  workdir, texts, _ = runs['sentence']
+  predictor = predict.Predictor(workdir)
+  vectors = predictor.encode(texts[:5])
+  assert vectors.dtype == np.float32 and vectors.shape[0] == 5
+  # The classifier layer applied to the rows gives the predicted logits.
+  params = predictor.trained.variables['params']
+  first = 'hidden' if 'hidden' in params else 'logits'
+  assert vectors.shape[1] == params[first]['kernel'].shape[0]
+  x = vectors.astype(np.float64)
+  if first == 'hidden':
+    x = np.maximum(x @ params['hidden']['kernel'] + params['hidden']['bias'], 0)
+  logits = x @ params['logits']['kernel'] + params['logits']['bias']
+  outputs = predictor.run(predictor.last.examples)
+  np.testing.assert_allclose(logits, np.stack([o['logits'] for o in outputs]), atol=1e-4)
+  # One row per input in input order, whatever the batching.
+  single = np.stack([predictor.encode([t])[0] for t in texts[:3]])
+  np.testing.assert_allclose(single, vectors[:3], atol=1e-5)
+
+
+def test_bad_lines_name_the_line_and_keep_the_good_output(runs):
+  predictor = predict.Predictor(runs['sentence'][0])
+  lines = [b'A good film.\n', b'\n', b'Dull.\n']
+  written = []
+  with pytest.raises(raw_text.BadLine, match=r'in\.txt:2: empty line.*--on_bad_lines=skip'):
+    predict.predict_file(predictor, lines, written.append, source='in.txt')
+  assert [json.loads(w)['line'] for w in written] == [1]
+  written = []
+  result = predict.predict_file(predictor, lines + [b'\xff\xfe x\n'], written.append, source='in.txt',
+                                on_bad_lines='skip')
+  rows = [json.loads(w) for w in written]
+  assert [r['line'] for r in rows] == [1, 2, 3, 4] and rows[1] == {'line': 2, 'skipped': 'empty'}
+  assert rows[3] == {'line': 4, 'skipped': 'undecodable'} and result['skipped'] == {'empty': 1,
+                                                                                       'undecodable': 1}
+  error = predictor.read([b'\xff\xfe x'], source='in.txt').error
+  assert isinstance(error, raw_text.BadLine) and str(error).startswith('in.txt:1: not valid utf-8')
+  assert '--encoding' in str(error)
+
+
+def test_a_pair_line_needs_its_tab(runs):
+  predictor = predict.Predictor(runs['pair'][0])
+  with pytest.raises(raw_text.BadLine, match=r'<input>:2: a pair line needs premise<TAB>hypothesis'):
+    predictor.predict(['how do i learn\thow can i learn', 'no tab here'])
+  assert len(predictor.predict([('how do i learn', 'how can i learn')])) == 1
+
+
+def test_documents_are_truncated_as_training_did_and_counted(runs):
+  predictor = predict.Predictor(runs['document'][0])
+  limit = predictor.trained.config.data.max_sentences
+  predictor.predict([' '.join(['Good film.'] * (limit + 2))])
+  assert predictor.last.truncated == {f'documents cut to config.data.max_sentences={limit}': 1}
+
+
+def test_workdirs_that_are_not_classifiers_point_to_their_command(runs, monkeypatch, tmp_path):
+  trained = training.load_trained(runs['sentence'][0])
+  trained.kind = 'parse'
+  monkeypatch.setattr(training, 'load_trained', lambda *a, **k: trained)
+  with pytest.raises(predict.WrongWorkdirError, match='launch.parse'):
+    predict.Predictor('w')
+  monkeypatch.undo()
+  with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+    predict.Predictor(str(tmp_path))
+
+
+def test_launchers_write_good_lines_then_one_error_line(runs, tmp_path):
+  workdir = runs['sentence'][0]
+  (tmp_path / 'in.txt').write_bytes(b'A good film.\nDull.\n\xff\xfe\n')
+  # The suite trains under jax_enable_x64 (conftest): the child restores as the workdir was written.
+  env = {**os.environ, 'PYTHONPATH': str(ROOT), 'JAX_ENABLE_X64': '1'}
+  run = subprocess.run([sys.executable, '-m', 'launch.predict', f'--workdir={workdir}',
+                        f'--input={tmp_path / "in.txt"}'], capture_output=True, text=True, cwd=ROOT,
+                       env=env, check=False)
+  assert run.returncode == 2, run.stderr
+  assert [json.loads(line)['line'] for line in run.stdout.splitlines()] == [1, 2], run.stderr
+  assert run.stderr.strip().splitlines()[-1].startswith(f'error: {tmp_path / "in.txt"}:3: not valid utf-8')
+  out = tmp_path / 'v.npy'
+  run = subprocess.run([sys.executable, '-m', 'launch.encode', f'--workdir={workdir}',
+                        f'--input={tmp_path / "in.txt"}', f'--output={out}', '--on_bad_lines=skip'],
+                       capture_output=True, text=True, cwd=ROOT, env=env, check=False)
+  assert run.returncode == 0, run.stderr
+  vectors, meta = np.load(out), json.loads((tmp_path / 'v.json').read_text())
+  assert vectors.shape == (2, meta['dimension']) and vectors.dtype == np.float32
+  assert meta['lines'] == [1, 2] and meta['skipped'] == {'undecodable': 1}
+  assert meta['step'] == training.load_trained(workdir).step and meta['kind'] == 'sentence'
+  np.testing.assert_allclose(vectors, predict.Predictor(workdir).encode(['A good film.', 'Dull.']),
+                             atol=1e-6)
