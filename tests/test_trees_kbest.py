@@ -144,3 +144,22 @@ def test_batch_shapes_jit_and_vmap():
 def test_bad_k():
   with pytest.raises(ValueError, match='k must be a positive integer'):
     trees.k_best(np.zeros((3, 3)), np.zeros(3), k=0)
+
+
+def test_benchmark_columns_and_their_work_limits():
+  """launch/benchmarks/trees.py times k-best and max-marginals where their work fits (the rest noted)."""
+  from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
+  programs = type('Programs', (), {'structured': {name: (lambda a, r: None) for name in (
+      'k-best 5', 'k-best 16', 'proj k-best 5', 'proj k-best 16', 'max-marg', 'proj max-marg')}})()
+  timed = {}
+  for batch, length in ((512, 32), (64, 64), (32, 200), (3, 1)):
+    row = {}
+    calls = trees_benchmark.structured_calls(programs, np.zeros((batch, length, length)), None, row)
+    timed[batch, length] = sorted(calls)
+    assert all(row[c].startswith('not timed (work ') for c in programs.structured if c not in calls
+               and length > 1)
+  assert timed[64, 64] == ['k-best 16', 'k-best 5', 'max-marg', 'proj k-best 5', 'proj max-marg']
+  assert timed[512, 32] == sorted(programs.structured)
+  assert timed[32, 200] == ['k-best 5', 'proj max-marg']
+  assert timed[3, 1] == []
+  assert trees_benchmark.structured_work(64, 64, 'k-best 16') == (64 * (1 + 15 * 64) * 64**2, 'mst')

@@ -27,6 +27,13 @@ pools contending for the cores they had just used:
 * `naive ...`: `jnp.linalg.slogdet` of the same masked, column-shifted Laplacian and `jax.grad` for
   the marginals (and grad-of-grad for `+grad`).
 * `mst`, `proj marg`: `trees.mst` and `trees.projective_marginals`.
+* `k-best 5` / `k-best 16`, `proj k-best 5` / `proj k-best 16`: `trees.k_best` / `trees.projective_k_best`
+  (single root) at k = 5 and 16; `max-marg` / `proj max-marg`: `trees.max_marginals` /
+  `trees.projective_max_marginals` (single root). The k-best and non-projective max-marginals run
+  many constrained decodings per sentence (1 + (k - 1) n, and n (n + 1)), so each is timed only where
+  its work is at most `STRUCTURED_MAX_WORK` (the row says "not timed" otherwise); `ts proj top-5` /
+  `ts proj top-16`: torch-struct's `DependencyCRF.topk` (K-max semiring over Eisner's chart) up to
+  `TS_TOPK_MAX_WORK`.
 * `sample`: `trees.sample`, one tree per sentence (these N(0, 1) scores stay on its fast path: largest
   conditional-sum error 1e-4 / 1e-4 / 5e-4 at the three default sizes, threshold 2e-3).
 * `marg 1 sharp` / `+grad 1 sharp` / `sample 1 sharp`: `trees.marginals` / its value and gradient /
@@ -85,6 +92,40 @@ REFERENCE = {
     'ref synjax mst': {(512, 32): 205.0},
     'ref turbo CLE (cpu)': {(512, 32): 38.6, (64, 64): 19.2, (32, 200): 96.6},
 }
+
+
+# The k-best and max-marginal columns (issue 60) are timed only up to this much work per call:
+# batch x constrained decodings per sentence x n^2 (x n more for the projective ones, Eisner being
+# O(n^3)). At these limits a call takes minutes on one CPU core (64x64 max-marg: ~6 min).
+STRUCTURED_MAX_WORK = {'mst': 2**31, 'eisner': 2**33}
+# torch-struct's projective top-k up to batch x n^3 x k (64x64 at k = 5: 33 s and 1.7 GB on one CPU core).
+TS_TOPK_MAX_WORK = 2**27
+
+
+def structured_work(batch, length, column):
+  """The work measure of a k-best / max-marginal column (`STRUCTURED_MAX_WORK`) and its decoder."""
+  if 'max-marg' in column:
+    decodings = 1 if column.startswith('proj') else length * (length + 1)
+  else:
+    decodings = 1 + (int(column.rsplit(' ', 1)[1]) - 1) * length
+  decoder = 'eisner' if column.startswith('proj') else 'mst'
+  return batch * decodings * length**(3 if decoder == 'eisner' else 2), decoder
+
+
+def structured_calls(programs, arc, root, row):
+  """The k-best and max-marginal columns timed at this size (none for one-word sentences); the others get a
+  'not timed' note in `row`."""
+  batch, length = arc.shape[:2]
+  calls = {}
+  if length < 2:  # one word, one tree: nothing to rank
+    return calls
+  for column, fn in programs.structured.items():
+    work, decoder = structured_work(batch, length, column)
+    if work <= STRUCTURED_MAX_WORK[decoder]:
+      calls[column] = functools.partial(fn, arc, root)
+    else:
+      row[column] = f'not timed (work {work:.1e} > {STRUCTURED_MAX_WORK[decoder]:.1e})'
+  return calls
 
 
 def parse_sizes(text):
@@ -245,6 +286,10 @@ def _torch_struct_calls(batch, length, arc, root):
   calls = {'ts marg': synced(marg), 'ts +grad': synced(marg_grad)}
   if batch * length**3 <= TS_PROJECTIVE_MAX_WORK:
     calls['ts proj'] = synced(proj)
+  for k in (5, 16):
+    if batch * length**3 * k <= TS_TOPK_MAX_WORK:
+      calls[f'ts proj top-{k}'] = synced(functools.partial(
+          lambda k: torch_struct.DependencyCRF(potentials, lengths, multiroot=False).topk(k), k))
   return calls
 
 
@@ -264,6 +309,11 @@ class _Programs:
     self.mst = jax.jit(trees.mst)
     self.sample = jax.jit(trees.sample)
     self.projective = jax.jit(trees.projective_marginals)
+    self.structured = {f'{name} {k}': jax.jit(functools.partial(fn, k=k))
+                       for name, fn in (('k-best', trees.k_best), ('proj k-best', trees.projective_k_best))
+                       for k in (5, 16)}
+    self.structured.update({'max-marg': jax.jit(trees.max_marginals),
+                            'proj max-marg': jax.jit(trees.projective_max_marginals)})
 
   def calls(self, key, arc, root, arc_w, root_w) -> dict[str, Callable[[], Any]]:
     """Column -> a call of its program on this size's scores (sharpened columns for n >= 2)."""
@@ -335,6 +385,7 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
                jax.random.normal(keys[3], (batch, length), dtype))
     row = _Row(size=f'{batch}x{length}')
     calls = programs.calls(keys[2], arc, root, *weights)
+    calls.update(structured_calls(programs, arc, root, row))
     torch_struct_calls = _torch_struct_calls(batch, length, np.asarray(arc), np.asarray(root))
     if torch_struct_calls is not None and 'ts proj' not in torch_struct_calls:
       row['ts proj'] = f'not timed (memory: batch x n^3 > {TS_PROJECTIVE_MAX_WORK})'
