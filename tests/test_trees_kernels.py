@@ -184,3 +184,27 @@ def test_kernels_lower_for_cuda(single_root, monkeypatch):
   assert text.count('__gpu$xla.gpu.triton') == 2
   assert 'name = "matrix_tree_forward"' in text and 'name = "matrix_tree_backward"' in text
   assert 'cusolver' not in text.lower() and 'getrf' not in text.lower()
+
+
+def test_report_kernel_ratios_and_goals(monkeypatch):
+  """The trees report's kernel ratios, the host read of `model +grad` and the issue's kernel goals, from
+  known timings (ms)."""
+  from launch import benchmarks  # pylint: disable=g-import-not-at-top
+  from launch.benchmarks import report  # pylint: disable=g-import-not-at-top
+  from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
+  timings = {'naive +grad': 1.0, 'model marg': 0.5, 'model +grad': 0.8, 'model +grad prog': 0.6,
+             'kernel marg': 0.1, 'kernel +grad': 0.4, 'kernel +grad 1 sharp': 1.2}
+  monkeypatch.setattr(trees_benchmark, 'run', lambda sizes, repeats, dtype: [
+      dict(size=f'{b}x{n}', **timings, **{k: v.get((b, n), '-') for k, v in trees_benchmark.REFERENCE.items()})
+      for b, n in sizes])
+  monkeypatch.setattr(report, 'package_version', lambda name: 'not installed')
+  _, ratios = report.trees_tables(benchmarks.ReportRun(False, 1, 'float32', benchmarks.Budget(100.0)))
+  first = ratios.rows[0]
+  assert first['model +grad host read ms'] == pytest.approx(0.2)
+  assert first['kernel/model marg'] == pytest.approx(0.2) and first['kernel/model +grad'] == pytest.approx(0.5)
+  assert first['kernel/naive +grad'] == pytest.approx(0.4)
+  assert first['kernel +grad 1 sharp/kernel +grad'] == pytest.approx(3.0)
+  notes = '\n'.join(ratios.notes) + '\n'
+  assert 'goal: kernel +grad at most 0.5x naive +grad (512x32): 0.40x, met on cpu' in notes
+  assert 'goal: kernel +grad at most 1x naive +grad (32x200): 0.40x, met on cpu' in notes
+  assert 'goal: kernel +grad with 1 sharp sentence at most 2x none (64x64): 3.00x, missed on cpu' in notes

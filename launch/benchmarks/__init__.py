@@ -26,6 +26,10 @@ REPEATS = flags.DEFINE_integer('repeats', 20, 'Timed calls per measurement (afte
 DTYPE = flags.DEFINE_enum('dtype', 'float32', ['float32', 'float64'], 'Floating point dtype of the inputs.')
 MEMORY = flags.DEFINE_bool('memory', False,
                            'Also print the compiled peak memory (XLA memory_analysis) of each function.')
+KERNEL_COLUMNS = flags.DEFINE_enum(
+    'kernel_columns', 'gpu', ['gpu', 'always'], 'Where the trees benchmark times its `kernel ...` columns '
+    '(the fused Pallas kernels): on a GPU only, or also elsewhere in the Pallas interpreter (a check that '
+    'they run; slow, so at tiny sizes only: launch/benchmarks/trees.py).')
 PROFILE = flags.DEFINE_string(
     'profile', None, 'Comma-separated columns (e.g. "ours marg,ours +grad") to run under the JAX '
     'profiler after the timings: per call, the kernels launched, their summed time and the costliest '

@@ -22,6 +22,16 @@ pools contending for the cores they had just used:
   alone; `model marg 1 sharp` is `trees.marginals` on concrete arrays (`exact='auto'`: the LU program,
   then the exact elimination over the flagged sentence), `model +grad 1 sharp` / `all sharp` the split
   value and gradient on the sharp scores below.
+* `model +grad prog`: the program of `model +grad` alone, the flags not read on the host (`model +grad`
+  minus it is the host read, and the exact program when a sentence is flagged).
+* `kernel marg` / `kernel +grad` / `kernel +grad prog` / `kernel +grad 1 sharp`: the `model` columns
+  with the fused kernels (`trees.use_kernels('on')`: one Pallas launch for the forward pass, one for the
+  gradient). On a GPU; elsewhere only with `--kernel_columns=always` and at tiny sizes
+  (`KERNEL_INTERPRET_MAX`), where the Pallas interpreter runs them to check that the columns work (its
+  times mean nothing). `kernel err marg` /
+  `kernel err +grad`: the largest absolute difference from the `model` programs' results (sentences
+  flagged by both left out); `kernel flags differ`: sentences of the one-sharp batch flagged by one path
+  only; `compile s ...`: seconds to trace, lower and compile the `model` / `kernel` programs (fresh).
 * `inv-AD ...`: the same closed-form marginals with `jnp.linalg.inv` and plain autodiff (no custom
   JVP), i.e. the alternative the custom rule replaces.
 * `naive ...`: `jnp.linalg.slogdet` of the same masked, column-shifted Laplacian and `jax.grad` for
@@ -59,8 +69,10 @@ and OpenBLAS threads on an oversubscribed machine made them ~30x slower in our m
 """
 import functools
 import os
+import time
 from typing import Any, Callable
 
+from absl import flags
 from absl import logging
 import jax
 import jax.numpy as jnp
@@ -81,6 +93,10 @@ COLUMN_BUDGET_S = 60.0
 # run of this benchmark was killed by the kernel's OOM killer at 23.7 GB there. 512x32 and 64x64 are
 # 2^24 each; the issue quotes its figure at 512x32 only.
 TS_PROJECTIVE_MAX_WORK = 2**25
+# Off a GPU the `kernel ...` columns run in the Pallas interpreter (with --kernel_columns=always), only up to
+# this batch x n^2 (the report's --quick size, 4x8): a check that they run, not a timing. (Their traces
+# and compiles added ~20 s to a 2x1 run on the CPU, so they are not on by default there.)
+KERNEL_INTERPRET_MAX = 4096
 
 # Reference figures from the issue: H100, float32, median ms, by (batch, length).
 REFERENCE = {
@@ -179,10 +195,11 @@ class SplitLossAndGrad:
   the flags read on the host show any, the exact path (`exact='in_program'`) in a second program over
   those sentences alone, gathered into a batch of a power of two; the two parts are added."""
 
-  def __init__(self):
+  def __init__(self, kernels='off'):
     def loss(exact):
       def fn(arc_scores, root_scores, arc_weights, root_weights):
-        arc_m, root_m = trees.marginals(arc_scores, root_scores, exact=exact)
+        with trees.use_kernels(kernels if exact == 'flag' else 'off'):  # the exact program: LU + exact path
+          arc_m, root_m = trees.marginals(arc_scores, root_scores, exact=exact)
         flagged = jnp.isnan(root_m).any(-1) | jnp.isnan(arc_m).any((-2, -1))
         arc_m = jnp.where(flagged[:, None, None], 0.0, arc_m)
         root_m = jnp.where(flagged[:, None], 0.0, root_m)
@@ -302,8 +319,10 @@ class _Programs:
     self.inv_marg = jax.jit(inverse_autodiff_marginals)
     self.naive_marg = jax.jit(naive_marginals)
     self.ours_grad = jax.jit(_loss_and_grad(in_program))
-    self.model_marg = jax.jit(functools.partial(trees.marginals, exact='flag'))
+    self.model_marg = jax.jit(_with_kernels('off', functools.partial(trees.marginals, exact='flag')))
     self.model_grad = SplitLossAndGrad()
+    self.kernel_marg = jax.jit(_with_kernels('on', functools.partial(trees.marginals, exact='flag')))
+    self.kernel_grad = SplitLossAndGrad('on')
     self.inv_grad = jax.jit(_loss_and_grad(inverse_autodiff_marginals))
     self.naive_grad = jax.jit(_loss_and_grad(naive_marginals))
     self.mst = jax.jit(trees.mst)
@@ -325,6 +344,7 @@ class _Programs:
         'ours +grad': lambda: self.ours_grad(*grad_args),
         'model marg': lambda: self.model_marg(arc, root),
         'model +grad': lambda: self.model_grad(*grad_args),
+        'model +grad prog': lambda: self.model_grad.hot(*grad_args),
         'inv-AD +grad': lambda: self.inv_grad(*grad_args),
         'naive +grad': lambda: self.naive_grad(*grad_args),
         'mst': lambda: self.mst(arc, root),
@@ -342,6 +362,13 @@ class _Programs:
           'model +grad 1 sharp': lambda: self.model_grad(sharp, root, arc_w, root_w),
           'model +grad all sharp': lambda: self.model_grad(every, root, arc_w, root_w),
       })
+    if kernels_timed(*arc.shape[:2]):
+      calls.update({'kernel marg': lambda: self.kernel_marg(arc, root),
+                    'kernel +grad': lambda: self.kernel_grad(*grad_args),
+                    'kernel +grad prog': lambda: self.kernel_grad.hot(*grad_args)})
+      if arc.shape[-1] >= 2:
+        sharp = one_sharp_sentence(arc)
+        calls['kernel +grad 1 sharp'] = lambda: self.kernel_grad(sharp, root, arc_w, root_w)
     calls['proj marg'] = lambda: self.projective(arc, root)
     return calls
 
@@ -352,6 +379,51 @@ class _Programs:
                 ('ours +grad', self.ours_grad, grad_args), ('model +grad', self.model_grad.hot, grad_args),
                 ('inv-AD +grad', self.inv_grad, grad_args), ('naive +grad', self.naive_grad, grad_args)]
     return {f'MiB {name}': _mib(peak_bytes(fn, args)) for name, fn, args in programs}
+
+
+  def kernel_checks(self, arc, root, arc_w, root_w) -> dict[str, Any]:
+    """The kernels against the `model` programs (largest absolute differences, flags that differ) and
+    the compile seconds of both (module docstring)."""
+    grad_args = (arc, root, arc_w, root_w)
+    checks = {}
+    marg = lambda mode: jax.jit(_with_kernels(mode, functools.partial(trees.marginals, exact='flag')))
+    # Fresh functions: nothing of the timed programs' traces, lowerings or executables is reused.
+    for name, fn, args in (('model marg', marg('off'), (arc, root)), ('kernel marg', marg('on'), (arc, root)),
+                           ('model +grad', SplitLossAndGrad().hot, grad_args),
+                           ('kernel +grad', SplitLossAndGrad('on').hot, grad_args)):
+      start = time.perf_counter()
+      fn.lower(*args).compile()
+      checks[f'compile s {name}'] = time.perf_counter() - start
+    both = lambda x, y: np.isfinite(x) & np.isfinite(y)
+    diff = lambda x, y: float(np.max(np.abs(np.where(both(x, y), x - y, 0.0)), initial=0.0))
+    model = [np.asarray(x) for x in jax.tree.leaves(self.model_marg(arc, root))]
+    kernel = [np.asarray(x) for x in jax.tree.leaves(self.kernel_marg(arc, root))]
+    checks['kernel err marg'] = max(diff(x, y) for x, y in zip(kernel, model))
+    floats = lambda out: [np.asarray(x) for x in jax.tree.leaves(out) if x.dtype != bool]  # not the flags
+    model, kernel = floats(self.model_grad.hot(*grad_args)), floats(self.kernel_grad.hot(*grad_args))
+    checks['kernel err +grad'] = max(diff(x, y) for x, y in zip(kernel, model))
+    if arc.shape[-1] >= 2:
+      sharp = one_sharp_sentence(arc)
+      flags = [np.isnan(np.asarray(fn(sharp, root)[1])).any(-1) for fn in (self.model_marg, self.kernel_marg)]
+      checks['kernel flags differ'] = int(np.sum(flags[0] != flags[1]))
+    return checks
+
+
+def _with_kernels(mode, fn):
+  """`fn` traced under `trees.use_kernels(mode)`."""
+  def wrapped(*args):
+    with trees.use_kernels(mode):
+      return fn(*args)
+  return wrapped
+
+
+def kernels_timed(batch, length):
+  """Whether the `kernel ...` columns run at this size: on a GPU; elsewhere with
+  `--kernel_columns=always` up to `KERNEL_INTERPRET_MAX`."""
+  if jax.default_backend() == 'gpu':
+    return True
+  always = flags.FLAGS.is_parsed() and benchmarks.KERNEL_COLUMNS.value == 'always'
+  return always and batch * length**2 <= KERNEL_INTERPRET_MAX
 
 
 def _timed_row(row, calls, torch_struct_calls, repeats: int) -> None:
@@ -396,6 +468,8 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
     _timed_row(row, calls, torch_struct_calls, repeats)
     for column in profile or ():
       print(benchmarks.kernel_profile(calls[column]).format(f'{batch}x{length} {column}'), flush=True)
+    if kernels_timed(batch, length):
+      row.update(programs.kernel_checks(arc, root, *weights))
     if memory:
       row.update(programs.peak_mib(arc, root, *weights))
     for name, figures in REFERENCE.items():
@@ -413,7 +487,7 @@ def format_table(rows):
   columns = []
   for row in rows:
     columns += [c for c in row if c not in columns]
-  cell = lambda v: f'{v:.2f}' if isinstance(v, float) else str(v)
+  cell = lambda v: (f'{v:.1e}' if 0 < abs(v) < 5e-3 else f'{v:.2f}') if isinstance(v, float) else str(v)
   table = [columns] + [[cell(row.get(c, '-')) for c in columns] for row in rows]
   widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
   lines = ['  '.join(text.rjust(w) for text, w in zip(line, widths)) for line in table]
