@@ -61,6 +61,8 @@ def test_trees_tour(tmp_path):
   assert pictures and 'data-panel="induced"' in pictures[0] and 'data-panel="reference"' in pictures[0]
   assert pictures[0].count('class="arc') == 12  # 6 words: the sample's arcs over the MST's
   assert _outputs(notebook, 'image/png')  # the matplotlib heat map of the marginals
+  assert 'column maxima == best tree score: True' in text and 'best of the 5 == mst: True' in text
+  assert 'sentence 2 (2 words): [[-1, 0], [1, -1], [-1, -1], [-1, -1], [-1, -1]]' in text
 
 
 def test_train_and_inspect(tmp_path):
