@@ -465,11 +465,15 @@ def run(sizes, repeats=20, dtype='float32', memory=False, seed=0, profile=None):
     if unknown:
       raise ValueError(f'--profile columns {unknown} are not timed at {batch}x{length}; columns: '
                        f'{", ".join(calls)}')
+    if kernels_timed(batch, length):
+      try:  # before the timings: kernels that fail to compile (first run on a GPU) lose their columns only
+        row.update(programs.kernel_checks(arc, root, *weights))
+      except Exception as error:  # pylint: disable=broad-except
+        row['kernel error'] = f'{type(error).__name__}: {(str(error).splitlines() or [""])[0][:300]}'
+        calls = {column: call for column, call in calls.items() if not column.startswith('kernel ')}
     _timed_row(row, calls, torch_struct_calls, repeats)
     for column in profile or ():
       print(benchmarks.kernel_profile(calls[column]).format(f'{batch}x{length} {column}'), flush=True)
-    if kernels_timed(batch, length):
-      row.update(programs.kernel_checks(arc, root, *weights))
     if memory:
       row.update(programs.peak_mib(arc, root, *weights))
     for name, figures in REFERENCE.items():
