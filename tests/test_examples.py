@@ -63,6 +63,9 @@ def test_trees_tour(tmp_path):
   assert _outputs(notebook, 'image/png')  # the matplotlib heat map of the marginals
   assert 'column maxima == best tree score: True' in text and 'best of the 5 == mst: True' in text
   assert 'sentence 2 (2 words): [[-1, 0], [1, -1], [-1, -1], [-1, -1], [-1, -1]]' in text
+  assert 'labeled marginals == grad of labeled log Z: True' in text
+  match = re.search(r'labeled samples: max \|frequency - marginal\| = (\S+)', text)
+  assert match and float(match.group(1)) < 0.05, text  # 2000 samples: one standard error <= 0.012
 
 
 def test_train_and_inspect(tmp_path):
