@@ -145,7 +145,7 @@ def test_corrupted_checkpoint_is_a_clear_error_or_set_aside_on_resume(tmp_path, 
 
 @pytest.mark.parametrize('left_in', ['task', 'future'])
 def test_unretrieved_reads_are_quiet_only_for_checkpoints_reported_damaged(tmp_path, caplog, left_in):
-  from jax_structured.training import checkpoints as ckpt_lib  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import checkpoint_faults  # pylint: disable=g-import-not-at-top
   damaged, other = str(tmp_path / 'checkpoints' / '8'), str(tmp_path / 'checkpoints' / '80')
 
   def leave_failed_read(path):
@@ -166,7 +166,7 @@ def test_unretrieved_reads_are_quiet_only_for_checkpoints_reported_damaged(tmp_p
     asyncio.run(main())
     gc.collect()
 
-  ckpt_lib._quiet_unretrieved_reads_of(damaged)
+  checkpoint_faults.quiet_unretrieved_reads_of(damaged)
   with caplog.at_level(logging.ERROR, logger='asyncio'):
     leave_failed_read(damaged)
     assert not [r for r in caplog.records if r.name == 'asyncio']

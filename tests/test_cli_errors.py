@@ -119,6 +119,9 @@ CASES = {
                                  ['{tmp}/damaged/config.json is corrupted']),
     'evaluate missing workdir': (['launch.evaluate', '--workdir={tmp}/missing'],
                                  ['workdir {tmp}/missing does not exist']),
+    'evaluate a file as workdir': (['launch.evaluate', '--workdir={tmp}/light.py'],
+                                   ['workdir {tmp}/light.py is a file, not a directory: give '
+                                    '--workdir the folder a training run wrote']),
     'evaluate bad checkpoint': (['launch.evaluate', '--workdir={tmp}/missing', '--checkpoint=bestt'],
                                 ["--checkpoint=bestt: expected 'best', 'latest' or a step number"]),
     'induce_trees missing workdir': (['launch.induce_trees', '--workdir={tmp}/missing'],

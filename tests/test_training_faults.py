@@ -9,6 +9,7 @@ was SIGKILLed, the exit statuses and lines of SIGTERM and of a second SIGINT, ev
 """
 import errno
 import json
+import logging
 import os
 import queue
 import re
@@ -210,6 +211,53 @@ def test_a_file_given_as_the_workdir_is_one_message(tmp_path, monkeypatch):
   _loads_nothing(monkeypatch)
   with pytest.raises(errors.WorkdirError, match=f'workdir {path} is a file, not a folder'):
     training.train_and_evaluate(support.make_config(**OVERRIDES), str(path))
+
+
+def test_a_failed_save_says_so_with_the_last_saved_step_and_resumes(uninterrupted, tmp_path, caplog):
+  """The checkpoint folder replaced by a file after step 5: the save of step 6 fails with one line
+  (that a checkpoint save failed, the file system's reason, the last saved step 4, what to do); put
+  back, the run resumes from step 4 and ends as an uninterrupted one. No save logs Orbax's warning
+  about missing metrics (`Requested tracked_metric`), though step 4's periodic save has none."""
+  workdir = tmp_path / 'run'
+  folder, aside = workdir / 'checkpoints', workdir / 'aside'
+
+  def block_the_folder(step):
+    if step == 5:
+      folder.rename(aside)
+      folder.write_text('in the way')
+  config = support.make_config(**{**OVERRIDES, 'train.checkpoint_every_steps': 4})
+  with caplog.at_level(logging.WARNING), pytest.raises(training.CheckpointError) as caught:
+    training.train_and_evaluate(config, str(workdir), hooks=[block_the_folder])
+  assert str(caught.value) == (
+      f'checkpoint save failed: step 6 was not saved ({folder}/6.orbax-checkpoint-tmp: Not a '
+      f'directory); the last saved checkpoint is step 4 ({folder}/4), where training resumes; make '
+      f'{folder} a folder this run can write (a file in its place, or missing permissions?), then '
+      'resume by training the same config into the same workdir')
+  assert _errors.user_message(caught.value) == str(caught.value)
+  assert 'tracked_metric' not in caplog.text
+  folder.unlink()
+  aside.rename(folder)
+  training.train_and_evaluate(config, str(workdir))
+  assert _metrics(workdir) == _metrics(uninterrupted)
+
+
+def test_save_failures_name_the_step_the_reason_and_what_to_do():
+  from jax_structured.training import checkpoint_faults  # pylint: disable=g-import-not-at-top
+  denied = PermissionError(errno.EACCES, os.strerror(errno.EACCES), '/w/checkpoints/8.orbax-checkpoint-tmp')
+  assert checkpoint_faults.save_failed('/w/checkpoints', 8, None, denied) == (
+      'checkpoint save failed: step 8 was not saved (/w/checkpoints/8.orbax-checkpoint-tmp: Permission '
+      'denied); no checkpoint of this run is saved yet; make /w/checkpoints a folder this run can write '
+      '(a file in its place, or missing permissions?), then resume by training the same config into '
+      'the same workdir')
+  full = ValueError('RESOURCE_EXHAUSTED: Error writing "step" in OCDBT database at local file '
+                    '"/w/checkpoints/12.orbax-checkpoint-tmp/state/": Failed to write 496 bytes to file '
+                    "9: No space left on device [os_error_code='28']")
+  message = checkpoint_faults.save_failed('/w/checkpoints', 12, 10, full)
+  assert message.startswith('checkpoint save failed: step 12 was not saved (/w/checkpoints: cannot write '
+                            '(No space left on device): the disk is full: free space there')
+  assert '; the last saved checkpoint is step 10 (/w/checkpoints/10), where training resumes; once it ' \
+         'can be written, resume by training' in message
+  assert errors.disk_error(training.CheckpointError(message)) is None  # not made a generic disk line
 
 
 def test_disk_errors_anywhere_are_user_messages():

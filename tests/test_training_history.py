@@ -12,12 +12,14 @@ import glob
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import struct
 import subprocess
 import sys
 
+import jax
 import pytest
 from tensorboardX.proto import event_pb2
 
@@ -99,6 +101,7 @@ def test_killed_run_resumes_with_every_step_once_in_the_history(killed_and_resum
   run = killed_and_resumed
   assert run['first_rc'] == -signal.SIGKILL and run['killed_after'] > EVAL_EVERY
   assert run['rc'] == 0, run['stderr'][-3000:]
+  assert 'tracked_metric' not in run['stderr']  # Orbax's warning on each save without metrics (issue 63)
   workdir = run['workdir']
   files = sorted({name for name, _ in _events(workdir)})
   assert len(files) == 2
@@ -127,20 +130,55 @@ def test_killed_run_resumes_with_every_step_once_in_the_history(killed_and_resum
 
 
 def _damage(step_dir, kind):
-  """Damages a checkpoint folder: 'truncate' (its array files cut in half), 'meta_deleted',
-  'meta_garbled' (the JSON meta item)."""
+  """Damages a checkpoint folder: 'truncate' (its array files cut in half), 'overwrite' (its array
+  files overwritten with as many random bytes), 'meta_deleted', 'meta_garbled' (the JSON meta item),
+  'metadata_deleted' (the state's tree of arrays, `state/_METADATA`)."""
   meta = os.path.join(step_dir, 'meta', 'metadata')
   if kind == 'meta_deleted':
     os.remove(meta)
   elif kind == 'meta_garbled':
     raw = open(meta, 'rb').read()
     open(meta, 'wb').write(raw[:-3] + b'#')
+  elif kind == 'metadata_deleted':
+    os.remove(os.path.join(step_dir, 'state', '_METADATA'))
   else:  # every OCDBT data file: which ones a restore reads varies (see test_checkpoints)
     victims = [p for p in glob.glob(os.path.join(step_dir, 'state', '**', 'd', '*'), recursive=True)]
     assert victims
     for victim in victims:
       raw = open(victim, 'rb').read()
-      open(victim, 'wb').write(raw[:len(raw) // 2])
+      damaged = raw[:len(raw) // 2] if kind == 'truncate' else bytes(b ^ 0x5A for b in raw)
+      open(victim, 'wb').write(damaged)
+
+
+# What each damage reads as, after 'checkpoint <path> is corrupted: ' (a regular expression; issue 63:
+# the array and the file by name, never TensorStore's driver specs nor Orbax's "pytree structure").
+DAMAGE_MESSAGES = {
+    'truncate': r"array '(?P<array>[\w/]+)' cannot be read: its file (?P<file>state/d/\w+) is truncated "
+                r'\((?P<size>\d+) bytes of (?P<wanted>\d+)\)',
+    'overwrite': r"array '(?P<array>[\w/]+)' cannot be read: its file (?P<file>state/d/\w+) is damaged "
+                 r'\(overwritten\?\): \S',
+    'meta_deleted': r"its file meta/metadata \(the loop's position and the arrays' fingerprint\) is "
+                    r'missing',
+    'meta_garbled': r"its file meta/metadata \(the loop's position and the arrays' fingerprint\) is not "
+                    r'valid JSON \(JSONDecodeError: ',
+    'metadata_deleted': r'its file state/_METADATA \(the tree of the saved arrays\) is missing',
+}
+
+
+def _check_damage_message(message, workdir, step, kind):
+  """`message` names the damage of `kind` (`DAMAGE_MESSAGES`); a named array is one of the state's,
+  a named file one of the checkpoint's, truncated to the size it says."""
+  path = os.path.join(workdir, 'checkpoints', str(step))
+  found = re.search(f'checkpoint {re.escape(path)} is corrupted: {DAMAGE_MESSAGES[kind]}', message)
+  assert found, message
+  assert 'tensorstore_spec' not in message and 'driver' not in message and 'pytree' not in message
+  names = found.groupdict()
+  if 'array' in names:
+    leaves = jax.tree_util.tree_flatten_with_path(_abstract_state(workdir))[0]
+    assert names['array'] in {'/'.join(ckpt_lib._key_name(k) for k in p) for p, _ in leaves}  # pylint: disable=protected-access
+  if 'size' in names:  # the file is in the checkpoint (or was moved aside with it), cut to that size
+    files = glob.glob(os.path.join(workdir, 'checkpoints', '**', names['file']), recursive=True)
+    assert files and int(names['size']) == os.path.getsize(files[0]) < int(names['wanted'])
 
 
 def test_damaged_checkpoints_by_name_or_all_damaged_are_one_message(killed_and_resumed, tmp_path):
@@ -161,7 +199,7 @@ def test_damaged_checkpoints_by_name_or_all_damaged_are_one_message(killed_and_r
     lines = [l for l in err.splitlines() if l.startswith('error: ')]
     assert len(lines) == 1 and 'Traceback' not in err, err[-2000:]
     assert len(lines[0]) < 1500 and 'source locations' not in lines[0]
-  assert f'checkpoint {one}/checkpoints/{NUM_STEPS} is corrupted: unreadable' in err_one
+  _check_damage_message(err_one, str(one), NUM_STEPS, 'truncate')
   assert 'the other checkpoints of this run: none' in err_one  # 80 is the latest and the best
   assert f'cannot resume {every}: every checkpoint is damaged' in err_every
   assert 'Nothing was changed' in err_every and 'fresh --workdir' in err_every
@@ -191,13 +229,14 @@ def _abstract_state(workdir):
   return setup.state
 
 
-@pytest.mark.parametrize('kind', ['truncate', 'meta_deleted', 'meta_garbled'])
+@pytest.mark.parametrize('kind', sorted(DAMAGE_MESSAGES))
 def test_resume_steps_over_a_damaged_checkpoint_and_keeps_it_aside(interrupted, tmp_path, kind, caplog):
   src, best = interrupted
   workdir = str(shutil.copytree(src, tmp_path / 'run'))
   _damage(os.path.join(workdir, 'checkpoints', '10'), kind)
-  with pytest.raises(training.CheckpointError, match=f'checkpoint {workdir}/checkpoints/10 is corrupted'):
+  with pytest.raises(training.CheckpointError) as caught:
     training.load_trained(workdir, 10)  # asked for by name: an error
+  _check_damage_message(str(caught.value), workdir, 10, kind)
   with caplog.at_level(logging.WARNING), ckpt_lib.Checkpoints(
       workdir, dev_metric='accuracy', higher_is_better=True) as ckpts:
     step, _, meta = ckpts.restore_latest(_abstract_state(workdir))

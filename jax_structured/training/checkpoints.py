@@ -17,17 +17,16 @@ manager keeps the latest checkpoint and the best one by the dev metric (`best_fn
 whose files were damaged is detected on restore -- Orbax fails to read it, or the restored arrays no
 longer match the SHA-256 fingerprint saved with them. Restoring it by name is an error naming its path
 and the cause; resuming (`restore_latest`) moves it aside to `checkpoints/damaged/<step>-<time>` and
-restores the newest good one. Nothing is ever deleted.
+restores the newest good one. Nothing is ever deleted. The messages name what failed: the array and
+the file a restore could not read, the JSON file missing or garbled, or, for a save the file system
+refused, the last saved step and what to do (`checkpoint_faults`).
 """
 from __future__ import annotations
 
 import gc
 import hashlib
 import json
-import logging as std_logging
 import os
-import re
-import sys
 import time
 from typing import Any, Mapping
 
@@ -40,6 +39,7 @@ from orbax.checkpoint import checkpoint_managers
 
 from jax_structured import config as config_lib
 from jax_structured import errors
+from jax_structured.training import checkpoint_faults as faults
 
 CHECKPOINT_DIR = 'checkpoints'
 
@@ -54,67 +54,6 @@ class _DamagedCheckpoint(CheckpointError):
   def __init__(self, path: str, cause: str):
     super().__init__(f'checkpoint {path} is corrupted: {cause}')
     self.path, self.cause = path, cause
-
-
-def _ignore_late_tensorstore_callbacks() -> None:
-  """Keeps a failed restore to its one error: drops the unraisable `RuntimeError('Event loop is closed')`
-  that TensorStore reports (through `sys.unraisablehook`: dozens of tracebacks on stderr) for each
-  read still in flight when Orbax closed the event loop of a restore that failed. Idempotent."""
-  previous = sys.unraisablehook
-  if getattr(previous, 'ignores_late_tensorstore_callbacks', False):
-    return
-
-  def hook(unraisable):
-    if not (unraisable.exc_type is RuntimeError and 'Event loop is closed' in str(unraisable.exc_value)):
-      previous(unraisable)
-
-  hook.ignores_late_tensorstore_callbacks = True
-  sys.unraisablehook = hook
-
-
-# asyncio's messages for an exception nobody retrieved (base_events / futures / tasks).
-_NEVER_RETRIEVED = ('Task exception was never retrieved', 'Future exception was never retrieved')
-
-
-class _UnretrievedReadsOfDamagedCheckpoints(std_logging.Filter):
-  """Drops asyncio's 'Task exception was never retrieved' and 'Future exception was never retrieved'
-  records (each with a multi-kilobyte TensorStore traceback) of the reads of a checkpoint already
-  reported as damaged.
-
-  When one read of a restore fails, Orbax raises that error (reported as one `_DamagedCheckpoint`)
-  and the other reads of the same checkpoint that failed too are left in tasks or futures nobody
-  awaits; asyncio logs each of them when it is garbage-collected, possibly at interpreter exit. A
-  record is dropped only when its exception's message names the directory of a damaged checkpoint.
-  """
-
-  def __init__(self):
-    super().__init__()
-    self.damaged_paths: set[str] = set()
-
-  def filter(self, record: std_logging.LogRecord) -> bool:
-    if not str(record.msg).startswith(_NEVER_RETRIEVED) or not record.exc_info:
-      return True
-    message = str(record.exc_info[1])
-    return not any(path in message for path in self.damaged_paths)
-
-
-_unretrieved_reads_filter = _UnretrievedReadsOfDamagedCheckpoints()
-
-
-def _quiet_unretrieved_reads_of(path: str) -> None:
-  """Installs `_unretrieved_reads_filter` on the 'asyncio' logger (idempotent) for checkpoint `path`."""
-  _unretrieved_reads_filter.damaged_paths.add(os.path.join(os.path.abspath(path), ''))
-  logger = std_logging.getLogger('asyncio')
-  if _unretrieved_reads_filter not in logger.filters:
-    logger.addFilter(_unretrieved_reads_filter)
-
-
-def _first_line(error: BaseException) -> str:
-  """'Type: first line of the message' (TensorStore's messages run to kilobytes), at most 300 chars."""
-  text = str(error).strip().splitlines()
-  line = re.sub(r'\s*\[source locations=.*', '', text[0]) if text else ''
-  line = f'{type(error).__name__}: {line}'
-  return line if len(line) <= 300 else line[:297] + '...'
 
 
 def _host_leaves(tree: Any) -> list[tuple[str, np.ndarray]]:
@@ -227,13 +166,30 @@ def write_config(workdir: str, config: config_lib.ResolvedConfig) -> None:
     os.replace(tmp, os.path.join(workdir, 'config.py'))
 
 
+def check_workdir(workdir: str) -> None:
+  """Raises when `workdir`, a trained run to read, is not a folder.
+
+  Raises:
+    FileNotFoundError ('workdir W does not exist'); NotADirectoryError when it is a file.
+  """
+  if os.path.isdir(workdir):
+    return
+  if os.path.exists(workdir):
+    raise NotADirectoryError(f'workdir {workdir} is a file, not a directory: give --workdir the folder '
+                             'a training run wrote')
+  raise FileNotFoundError(f'workdir {workdir} does not exist')
+
+
 def read_config(workdir: str) -> config_lib.ResolvedConfig:
   """The config saved in `workdir`'s config.json, resolved (`jax_structured.config.resolve`).
 
   Raises:
-    FileNotFoundError when the workdir has no config.json; CheckpointError naming the file when it is
-    damaged or no longer a valid config (e.g. it holds a key this version does not know).
+    FileNotFoundError when the workdir has no config.json; NotADirectoryError when it is a file;
+    CheckpointError naming the file when it is damaged or no longer a valid config (e.g. it holds a
+    key this version does not know).
   """
+  if os.path.exists(workdir):
+    check_workdir(workdir)  # a file given as the workdir
   path = os.path.join(workdir, 'config.json')
   if not os.path.exists(path):
     raise FileNotFoundError(f'workdir {workdir} has no config.json: not a training workdir (or training '
@@ -347,18 +303,31 @@ class Checkpoints:
            metrics: Mapping[str, float] | None = None) -> None:
     """Saves `state` (replicated arrays) and JSON `meta` at `step` (synchronously, atomically).
 
+    A save without `metrics` (a periodic or interrupted one) is not ranked for the best checkpoint;
+    Orbax's warning about it ('Requested `tracked_metric`; did not provide metrics') is dropped.
+
     Raises:
-      CheckpointError (nothing written) when the state holds non-finite values.
+      CheckpointError (nothing written) when the state holds non-finite values; CheckpointError
+      saying that the save failed, why (the path and the file system's reason), the last saved step
+      and what to do when the checkpoint folder cannot be written.
     """
     leaves = _host_leaves(state)
     bad = _non_finite(leaves)
     if bad:
       raise CheckpointError(f'not saving step {step} to {self.directory}: non-finite values in {bad}')
     meta = dict(meta, fingerprint=_fingerprint_of(leaves), step=int(step))
-    self.manager.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
-                                                         meta=ocp.args.JsonSave(meta)),
-                      metrics=dict(metrics, step=int(step)) if metrics else None, force=True)
-    self.manager.wait_until_finished()
+    last = self.latest_step()
+    try:
+      with faults.without_log_record(logging.get_absl_logger(), faults.NO_METRICS_WARNING,
+                                     enabled=not metrics):
+        self.manager.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+                                                             meta=ocp.args.JsonSave(meta)),
+                          metrics=dict(metrics, step=int(step)) if metrics else None, force=True)
+      self.manager.wait_until_finished()
+    except (OSError, ValueError) as e:
+      if not isinstance(e, OSError) and 'local file' not in str(e):
+        raise  # not a file-system error (TensorStore's name a local file)
+      raise CheckpointError(faults.save_failed(self.directory, int(step), last, e)) from e
 
   def resolve(self, which: str | int) -> int:
     """'best' | 'latest' | a step -> a saved step (errors name the workdir)."""
@@ -395,15 +364,15 @@ class Checkpoints:
     """`restore`, raising `_DamagedCheckpoint` for damaged files."""
     path = self.step_path(step)
     self._check_tree(path, abstract_state)
-    _ignore_late_tensorstore_callbacks()
+    faults.ignore_late_tensorstore_callbacks()
     try:
       restored = self.manager.restore(step, args=ocp.args.Composite(
           state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
     except Exception as e:  # pylint: disable=broad-except  (Orbax / tensorstore raise many types)
-      _quiet_unretrieved_reads_of(path)
+      faults.quiet_unretrieved_reads_of(path)
       time.sleep(0.05)  # the reads still in flight end (within ~5 ms) while the filter is installed
       gc.collect()  # the failed reads' tasks are logged (and dropped by the filter) now, not at exit
-      raise _DamagedCheckpoint(path, f'unreadable ({_first_line(e)})') from e
+      raise _DamagedCheckpoint(path, faults.unreadable(path, e)) from e
     state, meta = restored['state'], restored['meta']
     if not isinstance(meta, dict) or 'fingerprint' not in meta:
       raise _DamagedCheckpoint(path, 'its meta item has no fingerprint')

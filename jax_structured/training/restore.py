@@ -153,11 +153,11 @@ def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best
     {'split', 'step', 'checkpoint', metric: value, ...}.
 
   Raises:
+    FileNotFoundError / NotADirectoryError when `workdir` does not exist / is a file;
     errors.NotSavedError naming the file and the cause when the result cannot be written (its
     `result` holds it; nothing half-written is left under the final name).
   """
-  if not os.path.isdir(workdir):
-    raise FileNotFoundError(f'workdir {workdir} does not exist')
+  ckpt_lib.check_workdir(workdir)  # missing, or a file
   config, files, _, setup = _restore_setup(workdir, mode=None)
   step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
   data_split = load_split(config, files['vocab'], split)
