@@ -350,6 +350,7 @@ def test_one_run_per_workdir_and_the_launcher_lines_of_signals(tmp_path):
                           rf'--workdir={workdir}', line).group(1))
   assert (workdir / 'checkpoints' / str(step)).is_dir() and not unfinished.exists()
   assert 'removed 1 unfinished checkpoint folder(s)' in relaunch.stderr()
+  assert 'tracked_metric' not in relaunch.stderr()  # Orbax's warning at the stop's save (no metrics)
   impatient = _Launch(tmp_path, workdir, step_seconds=0.5)
   impatient.wait_for_step()
   impatient.process.send_signal(signal.SIGINT)
