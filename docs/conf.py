@@ -30,9 +30,21 @@ release = version = '0.1.0'
 extensions = [
     'myst_nb',
     'sphinx.ext.autodoc',
+    'sphinx.ext.intersphinx',
     'sphinx.ext.napoleon',
     'sphinx.ext.viewcode',
 ]
+
+# Links to JAX, Flax and Optax from local inventories: the build machines have no internet (PyPI only),
+# so each project's objects.inv is not downloaded. docs/_inventories/*.inv list the names our pages and
+# docstrings use, with their URLs on each project's site; docs/scripts/make_inventories.py wrote them
+# (`pip install sphobjinv && python docs/scripts/make_inventories.py`; add a name there and rerun).
+intersphinx_mapping = {
+    name: (url, str(DOCS / '_inventories' / f'{name}.inv'))
+    for name, url in (('jax', 'https://docs.jax.dev/en/latest/'),
+                      ('flax', 'https://flax.readthedocs.io/en/latest/'),
+                      ('optax', 'https://optax.readthedocs.io/en/latest/'))
+}
 
 # Only pages: the decision records' scripts, the plot script, report JSON and build output are not.
 exclude_patterns = [
@@ -40,6 +52,8 @@ exclude_patterns = [
     'decisions/*-scripts/**',
     'scripts/**',
     'benchmarks/**',
+    'results/**',
+    '_inventories/**',
     '**/.ipynb_checkpoints',
     'Thumbs.db',
     '.DS_Store',

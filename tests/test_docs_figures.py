@@ -93,3 +93,15 @@ def test_the_pages_point_nowhere_outside_the_repository(render):
         assert '../shared/' not in line.replace('../shared/data', ''), f'{rel}: {line}'
       else:
         assert rel == os.path.join('docs', 'configs.md'), f'{rel} points outside the repository: {line}'
+
+
+def test_the_local_intersphinx_inventories_hold_the_names_the_docs_link():
+  """docs/conf.py reads JAX / Flax / Optax inventories from docs/_inventories (the build has no internet)."""
+  inventory = pytest.importorskip('sphinx.util.inventory', reason='needs the docs extra')
+  for name, wanted in (('jax', ('jax.Array', 'jax.distributed.initialize', 'jax.lax.pmean')),
+                       ('flax', ('flax.linen.Module',)), ('optax', ('optax.GradientTransformation',))):
+    path = os.path.join(DOCS, '_inventories', f'{name}.inv')
+    with open(path, 'rb') as f:
+      data = inventory.InventoryFile.load(f, f'https://example.org/{name}/', os.path.join)
+    names = {entry for entries in data.values() for entry in entries}
+    assert set(wanted) <= names, (name, set(wanted) - names)

@@ -14,6 +14,8 @@ Markers (paths are relative to `docs/`):
                                table INDEX of FAMILY in the report JSON FILE (`python -m launch.benchmark
                                report`'s `report.json`), headed by the file, device, commit, date and the
                                command; with `notes`, followed by the table's notes (goal lines)
+  comparison FILE              test accuracy / UAS of each variant of a run (`<workdir>/comparison.json`
+                               copied under docs/results/)
   reports                      the list of docs/benchmarks/*.json, newest first
   source FILE                  the source line of a report alone (device, commit, date, command)
   speed                        the README's speed table: each row from the newest report of each device
@@ -228,6 +230,17 @@ def render_metrics(path: str, *args: str) -> str:
           f'by dev {metrics.get("dev_metric", "-")}).\n\n' + report_lib.markdown_table(table))
 
 
+def render_comparison(path: str) -> str:
+  """A variants run's test figures (its workdir's `comparison.json`: `{variant: {split: {metric: v}}}`)."""
+  runs = load(path)
+  table = {'columns': ['variant', 'test accuracy', 'test UAS', 'parameters'], 'rows': []}
+  for variant, run in runs.items():
+    test = run.get('test', {})
+    table['rows'].append({'variant': f'`{variant}`', 'test accuracy': test.get('accuracy'),
+                          'test UAS': test.get('uas'), 'parameters': run.get('num_parameters')})
+  return f'Source: `docs/{path}` (the run\'s `comparison.json`).\n\n' + report_lib.markdown_table(table)
+
+
 def render_reports() -> str:
   """The list of the report JSON files of docs/benchmarks/, newest first."""
   table = {'columns': ['file', 'device', 'commit', 'date', 'families'], 'rows': []}
@@ -240,7 +253,7 @@ def render_reports() -> str:
   return report_lib.markdown_table(table)
 
 
-RENDERERS = {'reports': render_reports, 'report': render_report, 'source': render_source, 'speed': render_speed,
+RENDERERS = {'comparison': render_comparison, 'reports': render_reports, 'report': render_report, 'source': render_source, 'speed': render_speed,
              'metrics': render_metrics}
 
 
