@@ -105,3 +105,17 @@ def test_the_local_intersphinx_inventories_hold_the_names_the_docs_link():
       data = inventory.InventoryFile.load(f, f'https://example.org/{name}/', os.path.join)
     names = {entry for entries in data.values() for entry in entries}
     assert set(wanted) <= names, (name, set(wanted) - names)
+
+
+def test_the_readme_results_are_in_the_records_they_link():
+  """Each 'ours' figure of the README's results table appears in the run record linked on its row."""
+  text = _read(os.path.join(ROOT, 'README.md'))
+  section = text[text.index('## Results'):text.index('## Speed')]
+  rows = [line for line in section.splitlines() if line.startswith('| [')]
+  assert len(rows) == 6
+  for row in rows:
+    cells = [c.strip() for c in row.strip('|').split('|')]
+    ours, record = cells[3], LINK.findall(cells[5])[0]
+    record_text = _read(os.path.join(ROOT, record))
+    for figure in re.findall(r'\d+\.\d+', ours):
+      assert re.search(rf'\b{re.escape(figure)}\b', record_text), (figure, record)

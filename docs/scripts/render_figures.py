@@ -78,7 +78,8 @@ def command_of(report: dict[str, Any]) -> str:
 
 def source_line(path: str, report: dict[str, Any]) -> str:
   env = report['environment']
-  return (f'`docs/{path}` ({env["device"]}, commit {env["commit"]}, {env["date"]}), written by '
+  device = f'CPU, {env["cpu_count"]} cores' if env['platform'] == 'cpu' else env['device']
+  return (f'`docs/{path}` ({device}, commit {env["commit"]}, {env["date"]}), written by '
           f'`{command_of(report)}`.')
 
 
@@ -248,7 +249,8 @@ def render_reports() -> str:
     env = report['environment']
     families = ', '.join(f['name'] + ('' if f['status'] == 'ok' else f' [{f["status"]}]')
                          for f in report['families'] if f['tables'])
-    table['rows'].append({'file': f'`docs/{path}`', 'device': env['device'], 'commit': env['commit'],
+    table['rows'].append({'file': f'`docs/{path}`',
+                          'device': 'CPU' if env['platform'] == 'cpu' else env['device'], 'commit': env['commit'],
                           'date': env['date'], 'families': families})
   return report_lib.markdown_table(table)
 
