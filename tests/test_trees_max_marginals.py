@@ -118,3 +118,18 @@ def test_empty_and_bad_input():
   assert arc_mm.shape == (2, 0, 0) and root_mm.shape == (2, 0)
   with pytest.raises(ValueError, match='root_scores must have shape'):
     trees.projective_max_marginals(np.zeros((3, 3)), np.zeros(4))
+
+
+def test_many_chunks(monkeypatch):
+  """Problems split over several chunks (`lax.map`, the last one padded) give the same max-marginals and
+  k-best trees."""
+  from jax_structured.trees import _max_marginals  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(_max_marginals, '_CHUNK_ELEMENTS', {'cpu': 7 * 20, 'default': 7 * 20})  # 7 problems
+  arc, root, lengths = _batch(5, n=4, batch=3)
+  arc_mm, root_mm = trees.max_marginals(arc, root, lengths)     # 3 x 20 problems, 9 chunks
+  check(arc, root, lengths, arc_mm, root_mm, single_root=True, projective=False)
+  heads, scores = trees.k_best(arc, root, lengths, k=7)        # 3 x 4 children a round, 2 chunks
+  for b, length in enumerate(lengths):
+    trees_ = brute_force.all_trees(length, True, False)
+    expected = np.sort(brute_force.tree_scores(arc[b, :length, :length], root[b, :length], trees_))[::-1][:7]
+    np.testing.assert_allclose(np.asarray(scores[b])[:len(expected)], expected, rtol=1e-12)
