@@ -81,14 +81,17 @@ def run(main: Callable[[list[str]], object], *, argv: Sequence[str] | None = Non
   A launcher run (`python -m launch.<name>`) first re-executes itself with glibc's transparent huge
   pages for large allocations where that applies (`launch/_huge_pages.py`).
   """
-  _stop_on_sigterm()  # from the start: loading data or compiling, a SIGTERM ends the run in one line
-  # Before any JAX work: a launcher run may re-execute itself once with glibc's huge pages.
-  _huge_pages.use_huge_pages()
-  argv = list(sys.argv if argv is None else argv)
+  previous = _stop_on_sigterm()  # from the start: loading data or compiling, one line on SIGTERM
   try:
+    # Before any JAX work: a launcher run may re-execute itself once with glibc's huge pages.
+    _huge_pages.use_huge_pages()
+    argv = list(sys.argv if argv is None else argv)
     app.run(_guarded(main), argv=argv, flags_parser=functools.partial(_parse_flags, argv_filter))
   except KeyboardInterrupt as e:  # a signal while the flags were parsed
     _stop_interrupted(e)
+  finally:  # a caller that goes on (a test) gets its handler back
+    if previous is not None:
+      signal.signal(signal.SIGTERM, previous)
 
 
 class Terminated(KeyboardInterrupt):
@@ -104,12 +107,13 @@ def _raise_terminated(signum, frame):
   raise Terminated()
 
 
-def _stop_on_sigterm() -> None:
+def _stop_on_sigterm():
   """Makes SIGTERM raise `Terminated` (as SIGINT raises KeyboardInterrupt), in the main thread, unless
-  the process was told to ignore it."""
+  the process was told to ignore it (or handles it itself); returns the handler it replaced, or None."""
   if (threading.current_thread() is threading.main_thread()
       and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL):
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    return signal.signal(signal.SIGTERM, _raise_terminated)
+  return None
 
 
 def _stop_interrupted(error: KeyboardInterrupt):
