@@ -12,8 +12,9 @@ Errors the user causes end in `error: <message>` on stderr and exit status 2, wi
   `--config.<key>=...` for a key the config does not have (named with the closest valid keys and the
   valid keys of its section), a value of the wrong type;
 - `jax_structured.errors.UserError` and its subclasses (`ConfigError`, the data `FormatError`),
-  `training.CheckpointError` (a damaged checkpoint, a workdir of another config), the trainer's
-  `DeviceMemoryError` (out of accelerator memory: it names the batch shapes and the keys bounding them);
+  `training.CheckpointError` (a damaged checkpoint, a workdir of another config, a failed save),
+  `training.DeviceMemoryError` (out of accelerator memory: it names the batch shapes and the keys
+  bounding them);
 - missing files and workdirs (`FileNotFoundError`, `NotADirectoryError`, `IsADirectoryError`,
   `PermissionError`); a read-only file system, a full disk or an exceeded quota (`errors.disk_error`:
   the path and what to do); a workdir another run holds or a file given as one (`WorkdirError`);
@@ -58,7 +59,7 @@ EXIT_SIGTERM = 143  # 128 + SIGTERM (a scheduler preempting the job, `kill`)
 # Library errors that are the user's to act on but are not `UserError`s (module, class): looked up
 # in sys.modules only, so that nothing heavy is imported here (when one is raised, its module is loaded).
 _LIBRARY_USER_ERRORS = (('jax_structured.training.checkpoints', 'CheckpointError'),
-                        ('jax_structured.training.trainer', 'DeviceMemoryError'))
+                        ('jax_structured.training.assembly', 'DeviceMemoryError'))
 # Training stopped on a signal, with its step saved (looked up like the errors above).
 _INTERRUPTED = ('jax_structured.training.interrupts', 'Interrupted')
 # File errors a user causes by naming a path (a missing workdir, config, data folder, input file).
