@@ -164,7 +164,7 @@ def test_use_kernels_switch():
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)
 def test_kernels_lower_for_cuda(single_root, monkeypatch):
-  """Value and gradient with the kernels lower for the CUDA platform on a CPU-only jaxlib.
+  """Value and gradient with the kernels, and the exact path's kernel, lower for CUDA on a CPU-only jaxlib.
 
   Pallas's Triton lowering runs here: every operation of both kernels has a Triton lowering rule, the
   block shapes are accepted, and the program holds exactly one Triton call per kernel (forward and
@@ -184,6 +184,11 @@ def test_kernels_lower_for_cuda(single_root, monkeypatch):
   assert text.count('__gpu$xla.gpu.triton') == 2
   assert 'name = "matrix_tree_forward"' in text and 'name = "matrix_tree_backward"' in text
   assert 'cusolver' not in text.lower() and 'getrf' not in text.lower()
+  from jax_structured.trees import _exact_kernel  # pylint: disable=g-import-not-at-top
+  mask = jnp.ones((4, 20), bool)
+  exact = lambda a, r: _exact_kernel.linear_marginals(a, r, mask, single_root, False)
+  text = jax.jit(exact).trace(arc, root).lower(lowering_platforms=('cuda',)).as_text()
+  assert text.count('__gpu$xla.gpu.triton') == 1 and 'name = "matrix_tree_exact_linear"' in text
 
 
 def test_report_kernel_ratios_and_goals(monkeypatch):
@@ -208,3 +213,34 @@ def test_report_kernel_ratios_and_goals(monkeypatch):
   assert 'goal: kernel +grad at most 0.5x naive +grad (512x32): 0.40x, met on cpu' in notes
   assert 'goal: kernel +grad at most 1x naive +grad (32x200): 0.40x, met on cpu' in notes
   assert 'goal: kernel +grad with 1 sharp sentence at most 2x none (64x64): 3.00x, missed on cpu' in notes
+
+
+def _exact_kernel_against_xla(single_root, scale, lengths, n, seed, cycle=None):
+  """The exact path's linear-elimination kernel against `_linear_marginals` (float64); `cycle` scores
+  arcs 0 -> 1 and 1 -> 0 of every sentence (a tree must leave one out: P_indep ~ e^-cycle)."""
+  from jax_structured.trees import _exact_kernel  # pylint: disable=g-import-not-at-top
+  from jax_structured.trees import _matrix_tree  # pylint: disable=g-import-not-at-top
+  rng = np.random.default_rng(seed)
+  arc, root = _batch(rng, lengths, n, scale=scale)
+  if cycle is not None:
+    arc[:, 0, 1] = arc[:, 1, 0] = cycle
+  mask = jnp.arange(n)[None, :] < jnp.asarray(lengths)[:, None]
+  got = _exact_kernel.linear_marginals(jnp.asarray(arc), jnp.asarray(root), mask, single_root, True)
+  linear = jax.vmap(lambda a, r, m: _matrix_tree._linear_marginals(a, r, m, single_root))
+  want = linear(*_matrix_tree._forbid_padding(jnp.asarray(arc), jnp.asarray(root), mask), mask)
+  np.testing.assert_array_equal(got[3], want[3])
+  for g, w in zip(got[:3], want[:3]):
+    np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+  return np.asarray(got[3])
+
+
+def test_exact_kernel_matches_the_linear_elimination():
+  assert _exact_kernel_against_xla(True, 20.0, np.array([5, 3]), 5, 3).all()
+
+
+@pytest.mark.slow  # the interpreter: ~8 s per call
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_exact_kernel_matches_the_linear_elimination_exhaustive(single_root):
+  assert _exact_kernel_against_xla(single_root, 1.0, np.array([6, 4, 1, 0]), 6, 4).all()
+  # A 2-cycle scored 800 (float64 trusts down to P_indep ~ e^-656): the log-space elimination's case.
+  assert not _exact_kernel_against_xla(single_root, 1.0, np.array([6, 6, 5]), 6, 5, cycle=800.0).any()

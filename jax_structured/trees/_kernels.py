@@ -41,8 +41,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-__all__ = ['BLOCK_MIN', 'KERNEL_MODES', 'KERNEL_PLATFORMS', 'block_length', 'fused_statistics', 'num_warps',
-           'selected', 'use_kernels']
+__all__ = ['BLOCK_MIN', 'KERNEL_MODES', 'KERNEL_PLATFORMS', 'block_length', 'compiler_params',
+           'fused_statistics', 'num_warps', 'selected', 'use_kernels']
 
 # The settings of `use_kernels`.
 KERNEL_MODES = ('auto', 'on', 'off')
@@ -282,12 +282,13 @@ def num_warps(p):
   shuffles, across warps they go through shared memory with barriers, so small blocks (512 sentences
   of 32 words) take one warp each and fill the streaming multiprocessors with programs. A 256 x 256
   block (32 x 200) holds 64k entries, more than 16 warps' registers: Triton spills. A first guess,
-  untuned: the GPU report's `kernel ...` columns decide (docs/decisions/2026-12-04-fused-matrix-tree-kernels.md).
+  untuned: the GPU report's `kernel ...` columns decide
+  (docs/decisions/2026-12-04-fused-matrix-tree-kernels.md).
   """
   return max(1, min(16, p * p // 1024))
 
 
-def _compiler_params(p):
+def compiler_params(p):
   """Triton's launch parameters for a block of p x p (ignored by the interpreter)."""
   from jax.experimental.pallas import triton as pallas_triton  # pylint: disable=g-import-not-at-top
   return pallas_triton.CompilerParams(num_warps=num_warps(p), num_stages=1)
@@ -307,7 +308,7 @@ def _forward_call(lengths, arc, root, single_root, interpret):
       out_shape=[jax.ShapeDtypeStruct((size,), dtype), jax.ShapeDtypeStruct((size, p, p), dtype),
                  jax.ShapeDtypeStruct((size, p), dtype), jax.ShapeDtypeStruct((size,), jnp.int32),
                  jax.ShapeDtypeStruct((size, p, p), dtype)],
-      interpret=interpret, compiler_params=None if interpret else _compiler_params(p),
+      interpret=interpret, compiler_params=None if interpret else compiler_params(p),
       name='matrix_tree_forward')(lengths, arc, root)
 
 
@@ -320,7 +321,7 @@ def _backward_call(lengths, flags, g_z, arc, root, y, g_arc, g_root, single_root
       kernel, grid=(size,), in_specs=[scalar, scalar, scalar, block, vector, block, block, vector],
       out_specs=[block, vector],
       out_shape=[jax.ShapeDtypeStruct((size, p, p), arc.dtype), jax.ShapeDtypeStruct((size, p), arc.dtype)],
-      interpret=interpret, compiler_params=None if interpret else _compiler_params(p),
+      interpret=interpret, compiler_params=None if interpret else compiler_params(p),
       name='matrix_tree_backward')(lengths, flags, g_z, arc, root, y, g_arc, g_root)
 
 

@@ -122,6 +122,7 @@ import jax.numpy as jnp
 from jax import lax
 import numpy as np
 
+from jax_structured.trees import _exact_kernel
 from jax_structured.trees import _hessian_product
 from jax_structured.trees import _inputs
 from jax_structured.trees import _kernels
@@ -672,18 +673,22 @@ def _per_sentence(sentence_fn, inputs):
   return jax.vmap(sentence_fn)(*inputs)
 
 
-def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root):
+def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root, kernels=None):
   """(log Z [...], arc marginals, root marginals) of a batch, exactly, NaN where undefined.
 
   The linear elimination (`_linear_marginals`) where `_linear_trusted`; the log-space one
   (`_elimination_marginals`) for the other elements, only when there are any (a `lax.cond`; under a
   user's `vmap`, when any element of the mapped batch has one). Differentiated in forward mode only
-  (`_exact_chunk_product`): a select passes no NaN of the branch it drops into a tangent.
+  (`_exact_chunk_product`): a select passes no NaN of the branch it drops into a tangent. `kernels`
+  (`_kernels.selected()`, values only): the linear elimination by one kernel launch (`_exact_kernel`).
   """
   batch_shape = mask.shape[:-1]
   flat = lambda x: x.reshape((-1,) + x.shape[len(batch_shape):])
   inputs = (flat(arc_scores), flat(root_scores), flat(mask))
-  *linear, trusted = _per_sentence(functools.partial(_linear_marginals, single_root=single_root), inputs)
+  if kernels is None:
+    *linear, trusted = _per_sentence(functools.partial(_linear_marginals, single_root=single_root), inputs)
+  else:
+    *linear, trusted = _exact_kernel.linear_marginals(*inputs, single_root, kernels)
   linear, untrusted = tuple(linear), ~trusted
 
   def log_space(linear):
@@ -708,7 +713,7 @@ def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root):
 # shape), are made once per process, not once per program that contains it: the exact path is most
 # of the tracing of anything that differentiates `marginals` (value + gradient at 4x8: 4.7 of 13 s,
 # suite compile settings; a second program with the same chunk shape traces it in 0.1 s).
-_exact_chunk = jax.jit(_exact_log_z_and_marginals, static_argnums=3)
+_exact_chunk = jax.jit(_exact_log_z_and_marginals, static_argnums=(3, 4))
 
 # Below this length the exact path's chunks run on sentences padded to a multiple of _PAD_MULTIPLE
 # words (and hold a power of two of them, `_chunk_size`), so that programs over different short
@@ -740,9 +745,9 @@ def _at_canonical_length(chunk_fn, inputs):
   return jax.tree.map(lambda x: x[(slice(None),) + (slice(0, n),) * (x.ndim - 1)], outputs)
 
 
-def _exact_padded(inputs, single_root):
+def _exact_padded(inputs, single_root, kernels=None):
   """`_exact_chunk` of a chunk `(arc [k, n, n], root [k, n], mask [k, n])`, run at the canonical length."""
-  return _at_canonical_length(lambda *chunk: _exact_chunk(*chunk, single_root), inputs)
+  return _at_canonical_length(lambda *chunk: _exact_chunk(*chunk, single_root, kernels), inputs)
 
 
 @functools.lru_cache(maxsize=None)
@@ -1107,7 +1112,8 @@ def _statistics_outside(arc_scores, root_scores, lengths, single_root, kernels=N
     rows = where[start:start + chunk]
     slots = np.resize(rows, chunk)  # a full chunk: the slots past `rows` repeat elements and are dropped
     inputs = tuple(jnp.asarray(flat[k][slots]) for k in ('arc_scores', 'root_scores', 'mask'))
-    log_z, arc_m, root_m = (np.asarray(x)[:rows.size] for x in _exact_padded(inputs, single_root))
+    exact = _exact_padded(inputs, single_root, kernels)
+    log_z, arc_m, root_m = (np.asarray(x)[:rows.size] for x in exact)
     flat['log_z'][rows], flat['arc_marginals'][rows], flat['root_marginals'][rows] = log_z, arc_m, root_m
   unflat = lambda x: jnp.asarray(x.reshape(batch_shape + x.shape[1:]))
   stats = dict(stats, log_z=unflat(flat['log_z']), arc_marginals=unflat(flat['arc_marginals']),

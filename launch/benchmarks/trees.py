@@ -24,13 +24,14 @@ pools contending for the cores they had just used:
   value and gradient on the sharp scores below.
 * `model +grad prog`: the program of `model +grad` alone, the flags not read on the host (`model +grad`
   minus it is the host read, and the exact program when a sentence is flagged).
-* `kernel marg` / `kernel +grad` / `kernel +grad prog` / `kernel +grad 1 sharp`: the `model` columns
-  with the fused kernels (`trees.use_kernels('on')`: one Pallas launch for the forward pass, one for the
-  gradient). On a GPU; elsewhere only with `--kernel_columns=always` and at tiny sizes
-  (`KERNEL_INTERPRET_MAX`), where the Pallas interpreter runs them to check that the columns work (its
-  times mean nothing). `kernel err marg` /
-  `kernel err +grad`: the largest absolute difference from the `model` programs' results (sentences
-  flagged by both left out); `kernel flags differ`: sentences of the one-sharp batch flagged by one path
+* `kernel marg` / `kernel +grad` / `kernel +grad prog` / `kernel +grad 1 sharp` / `kernel marg 1 sharp`:
+  the `model` columns with the fused kernels (`trees.use_kernels('on')`: one Pallas launch for the
+  forward pass, one for the gradient; `kernel marg 1 sharp` also runs the exact path's linear
+  elimination as one launch, `_exact_kernel`; the exact path's derivatives stay on XLA). On a GPU;
+  elsewhere only with `--kernel_columns=always` and at tiny sizes (`KERNEL_INTERPRET_MAX`), where the
+  Pallas interpreter runs them to check that the columns work (its times mean nothing). `kernel err
+  marg` / `kernel err +grad`: the largest absolute difference from the `model` programs' results
+  (sentences flagged by both left out); `kernel flags differ`: sentences of the one-sharp batch flagged by one path
   only; `compile s ...`: seconds to trace, lower and compile the `model` / `kernel` programs (fresh).
 * `inv-AD ...`: the same closed-form marginals with `jnp.linalg.inv` and plain autodiff (no custom
   JVP), i.e. the alternative the custom rule replaces.
@@ -369,6 +370,7 @@ class _Programs:
       if arc.shape[-1] >= 2:
         sharp = one_sharp_sentence(arc)
         calls['kernel +grad 1 sharp'] = lambda: self.kernel_grad(sharp, root, arc_w, root_w)
+        calls['kernel marg 1 sharp'] = lambda: _with_kernels('on', trees.marginals)(sharp, root)
     calls['proj marg'] = lambda: self.projective(arc, root)
     return calls
 
