@@ -174,8 +174,10 @@ def _check_damage_message(message, workdir, step, kind):
   assert 'tensorstore_spec' not in message and 'driver' not in message and 'pytree' not in message
   names = found.groupdict()
   if 'array' in names:
+    def key(entry):  # a dict key, a dataclass field or a tuple index, as Orbax names them
+      return str(next(getattr(entry, a) for a in ('key', 'name', 'idx') if hasattr(entry, a)))
     leaves = jax.tree_util.tree_flatten_with_path(_abstract_state(workdir))[0]
-    assert names['array'] in {'/'.join(ckpt_lib._key_name(k) for k in p) for p, _ in leaves}  # pylint: disable=protected-access
+    assert names['array'] in {'/'.join(key(k) for k in p) for p, _ in leaves}, names['array']
   if 'size' in names:  # the file is in the checkpoint (or was moved aside with it), cut to that size
     files = glob.glob(os.path.join(workdir, 'checkpoints', '**', names['file']), recursive=True)
     assert files and int(names['size']) == os.path.getsize(files[0]) < int(names['wanted'])
