@@ -31,6 +31,13 @@ def _batch(rng, lengths, n, scale=1.0, dtype=np.float64):
   return arc.astype(dtype), root.astype(dtype)
 
 
+def _interpret():
+  """The kernels as `use_kernels('on')` runs them here: interpreted, or compiled on a GPU
+  (launch/benchmarks/gpu_session.sh runs these tests there)."""
+  with trees.use_kernels('on'):
+    return _kernels.selected()
+
+
 def _kernel_call(fn, *args, **kwargs):
   with trees.use_kernels('on'):
     return fn(*args, **kwargs)
@@ -66,7 +73,7 @@ def test_kernels_match_enumeration_float64(single_root):
   lengths = np.array([5, 3, 0])
   arc, root = _batch(rng, lengths, 5)
   log_z, arc_m, root_m, flagged = _kernels.fused_statistics(jnp.asarray(arc), jnp.asarray(root),
-                                                            jnp.asarray(lengths), single_root, True)
+                                                            jnp.asarray(lengths), single_root, _interpret())
   assert not np.asarray(flagged).any()
   for b, length in enumerate(lengths):
     if length == 0:
@@ -225,7 +232,7 @@ def _exact_kernel_against_xla(single_root, scale, lengths, n, seed, cycle=None):
   if cycle is not None:
     arc[:, 0, 1] = arc[:, 1, 0] = cycle
   mask = jnp.arange(n)[None, :] < jnp.asarray(lengths)[:, None]
-  got = _exact_kernel.linear_marginals(jnp.asarray(arc), jnp.asarray(root), mask, single_root, True)
+  got = _exact_kernel.linear_marginals(jnp.asarray(arc), jnp.asarray(root), mask, single_root, _interpret())
   linear = jax.vmap(lambda a, r, m: _matrix_tree._linear_marginals(a, r, m, single_root))
   want = linear(*_matrix_tree._forbid_padding(jnp.asarray(arc), jnp.asarray(root), mask), mask)
   np.testing.assert_array_equal(got[3], want[3])
