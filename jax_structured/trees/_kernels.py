@@ -132,7 +132,7 @@ def _potentials(arc, root, length, single_root):
     root_shift = jnp.where(jnp.abs(root_shift) < jnp.inf, root_shift, 0.0)
   r = jnp.exp(root - root_shift)
   column_sums = jnp.sum(a, axis=0)
-  padding = jnp.where(mask, 0.0, 1.0)
+  padding = (~mask).astype(a.dtype)
   eye = rows == cols
   if single_root:
     diagonal = jnp.where(words == 0, 0.0, column_sums + padding)
