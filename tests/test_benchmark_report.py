@@ -243,7 +243,8 @@ def test_trees_ratios_and_goals(monkeypatch):
   from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
   timings = {'ours marg': 1.0, 'inv-AD marg': 0.8, 'naive marg': 3.0, 'ours +grad': 2.0,
              'inv-AD +grad': 2.0, 'naive +grad': 3.0, 'mst': 3.0, 'sample': 4.0, 'marg 1 sharp': 1.5,
-             'sample 1 sharp': 12.0, 'proj marg': 12.0}
+             'sample 1 sharp': 12.0, 'proj marg': 12.0, 'k-best 16': 90.0, 'max-marg': 30.0,
+             'proj k-best 5': 8.0, 'ts proj top-5': 16.0}
   monkeypatch.setattr(trees_benchmark, 'run', lambda sizes, repeats, dtype: [
       dict(size=f'{b}x{n}', **timings, **{k: v.get((b, n), '-') for k, v in trees_benchmark.REFERENCE.items()})
       for b, n in sizes])
@@ -272,6 +273,11 @@ def test_trees_ratios_and_goals(monkeypatch):
   assert 'goal: ours marg at most 1x naive (32x200): 0.33x, met on cpu\n' in notes + '\n'
   assert 'goal: marg with 1 sharp sentence at most 2x none (512x32): 1.50x, met on cpu\n' in notes + '\n'
   assert 'torch-struct (' not in notes and '+grad with 1 sharp' not in notes
+  assert first['k-best 16/mst'] == pytest.approx(30.0) and first['k-best 5/mst'] == '-'
+  assert first['proj k-best 5/ts top-5'] == pytest.approx(0.5)
+  assert 'goal: k-best 16 within 20x one mst (512x32): 30.0x, missed on cpu\n' in notes + '\n'
+  assert 'goal: max-marg within 20x one mst (64x64): 10.0x, met on cpu\n' in notes + '\n'
+  assert notes.count('max-marg within') == 1  # the max-marginals goal is at 64x64 only
 
 
 def _is_single_root_tree(heads):
