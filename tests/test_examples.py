@@ -79,3 +79,15 @@ def test_train_and_inspect(tmp_path):
   pictures = _outputs(notebook, 'image/svg+xml')
   assert len(pictures) == 2
   assert all('data-panel="induced"' in p and 'data-panel="reference"' in p for p in pictures)
+
+
+def test_predict_new_text(tmp_path):
+  notebook = _execute('predict_new_text.ipynb', str(tmp_path))
+  text = ''.join(_outputs(notebook, 'text'))
+  assert re.search(r'test accuracy [\d.]+', text), text
+  records = re.findall(r'^(pos|neg) \{.*\}  (.+)$', text, re.M)
+  assert [t for _, t in records] == ['A superb film and a lovely story.', 'The plot was dull, quite boring.',
+                                     'It was a poor film.'], text
+  assert '(3, ' in text and 'float32' in text  # three vectors
+  pictures = _outputs(notebook, 'image/svg+xml')
+  assert len(pictures) == 3 and all('class="arc' in p for p in pictures)

@@ -12,6 +12,7 @@ import random
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 
@@ -61,25 +62,41 @@ def _train(config, workdir, data_dir):
   return str(workdir)
 
 
+class _Runs(dict):
+  """{kind: (workdir, test split raw lines, gold label names)}, each run trained on first use."""
+
+  def __init__(self, tmp):
+    super().__init__()
+    self.tmp = tmp
+
+  def __missing__(self, kind):
+    tmp = self.tmp
+    if kind == 'sentence':
+      folder = _folder(tmp / 'sentences', 1)
+      config = loaders.with_text_classification_data(compare.get_config('structured_attention,tiny'),
+                                                     str(folder))
+      config.data.bucket_boundaries = ()  # one batch shape: one compile per program (a default test)
+      raw = _raw(folder / 'test.tsv')
+    elif kind == 'pair':
+      config = compare.get_config('structured_attention,tiny,snli')
+      config.data = loaders.default_config('quora_qqp')
+      folder = _quora_folder(tmp / 'quora')
+      config.data.manual_dir, config.data.batch_size = str(folder), 8
+      raw = _raw_quora(folder / 'test.tsv')
+    else:
+      folder = _folder(tmp / 'documents', 3)
+      config = document_config('text_classification', {'manual_dir': str(folder), 'split_sentences': True,
+                                                        'embeddings': ''}, variant='mhs_rnn', tiny=True)
+      raw = _raw(folder / 'test.tsv')
+    self[kind] = (_train(config, tmp / kind, tmp / 'tfds'), *raw)
+    return self[kind]
+
+
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
-  """{kind: (workdir, test split raw lines, gold label names)}."""
-  tmp = tmp_path_factory.mktemp('predict')
-  out = {}
-  folder = _folder(tmp / 'sentences', 1)
-  config = loaders.with_text_classification_data(compare.get_config('structured_attention,tiny'),
-                                                 str(folder))
-  out['sentence'] = (_train(config, tmp / 'sentence', tmp / 'tfds'), *_raw(folder / 'test.tsv'))
-  config = compare.get_config('structured_attention,tiny,snli')
-  config.data = loaders.default_config('quora_qqp')
-  folder = _quora_folder(tmp / 'quora')
-  config.data.manual_dir, config.data.batch_size = str(folder), 8
-  out['pair'] = (_train(config, tmp / 'pair', tmp / 'tfds'), *_raw_quora(folder / 'test.tsv'))
-  folder = _folder(tmp / 'documents', 3)
-  config = document_config('text_classification', {'manual_dir': str(folder), 'split_sentences': True,
-                                                    'embeddings': ''}, variant='mhs_rnn', tiny=True)
-  out['document'] = (_train(config, tmp / 'document', tmp / 'tfds'), *_raw(folder / 'test.tsv'))
-  return out
+  """The tiny runs of the module (`_Runs`): the sentence run by the default tests, the pair and document
+  runs by the slow ones."""
+  return _Runs(tmp_path_factory.mktemp('predict'))
 
 
 def _raw(path):
@@ -103,7 +120,8 @@ def _raw_quora(path):
   return [f'{q1}\t{q2}' for _, q1, q2, _ in rows], [pairs.QUORA_LABELS[int(y)] for y, _, _, _ in rows]
 
 
-@pytest.mark.parametrize('kind', ['sentence', 'pair', 'document'])
+@pytest.mark.parametrize('kind', ['sentence', pytest.param('pair', marks=pytest.mark.slow),
+                                  pytest.param('document', marks=pytest.mark.slow)])
 def test_predictions_on_the_raw_test_text_give_the_evaluated_accuracy(runs, kind):
   workdir, texts, gold = runs[kind]
   predictor = predict.Predictor(workdir)
@@ -116,7 +134,7 @@ def test_predictions_on_the_raw_test_text_give_the_evaluated_accuracy(runs, kind
     assert p['label'] == max(p['probabilities'], key=p['probabilities'].get)
 
 
-@pytest.mark.parametrize('kind', ['sentence', 'pair'])
+@pytest.mark.parametrize('kind', ['sentence', pytest.param('pair', marks=pytest.mark.slow)])
 def test_trees_equal_those_of_induce_trees(runs, kind, tmp_path):
   workdir, texts, _ = runs[kind]
   induced = induce.induce_trees(workdir, 'test', num_pictures=0, output_dir=str(tmp_path))
@@ -130,10 +148,40 @@ def test_trees_equal_those_of_induce_trees(runs, kind, tmp_path):
       np.testing.assert_array_equal(trees.heads_from_conllu(np.asarray(tree['heads'])), heads)
 
 
+@pytest.mark.slow
 def test_document_trees_and_boundaries_on_request(runs):
   workdir, texts, _ = runs['document']
   p = predict.Predictor(workdir).predict(texts[:2], details=['boundaries'])
   assert 'document_boundaries' in p[0]['details'] and 'document_boundary_probs' in p[0]['details']
+
+
+def test_sharp_trees_take_the_exact_program_and_match_it(runs, monkeypatch):
+  """Arc scores made sharp enough for the LU estimate to flag trees: those examples are recomputed by
+  the exact program (never NaN), and every output equals the model run wholly under 'in_program'."""
+  workdir, texts, _ = runs['sentence']
+  predictor = predict.Predictor(workdir)
+  variables = jax.tree_util.tree_map(np.asarray, predictor.trained.variables)
+  attention = variables['params']['encoder']['attention']
+  attention['bilinear'] = attention['bilinear'] * 1e4
+  predictor._variables = variables  # pylint: disable=protected-access
+  recomputed = []
+  select_rows = training.parallel.select_rows
+  monkeypatch.setattr(training.parallel, 'select_rows',
+                      lambda batch, rows, size: recomputed.append(len(rows)) or select_rows(batch, rows, size))
+  lines = predictor.read(texts)
+  outputs = predictor.run(lines.examples)
+  assert sum(recomputed) > 0  # some trees were flagged
+  logits = np.stack([o['logits'] for o in outputs])
+  assert np.isfinite(logits).all()
+  with trees.exact_mode('in_program'):
+    batch = next(iter(__import__('jax_structured').data.Split(
+        'x', 'sentence', lines.examples, bucket_boundaries=()).batches(len(texts), shuffle=False)))
+    reference = jax.jit(lambda v, b: predictor.trained.model.apply(v, b, train=False))(
+        variables, {k: v for k, v in batch.items() if k != 'example_index'})
+  np.testing.assert_allclose(logits, np.asarray(reference)[np.argsort(batch['example_index'])], atol=1e-4)
+  for o in outputs:
+    assert np.isfinite(o['levels']['']['weights']).all()
+    assert trees.is_tree(o['levels']['']['heads'][None], o['levels']['']['lengths'][None]).all()
 
 
 def test_encode_rows_are_the_classifier_input(runs):
@@ -175,6 +223,7 @@ def test_bad_lines_name_the_line_and_keep_the_good_output(runs):
   assert '--encoding' in str(error)
 
 
+@pytest.mark.slow
 def test_a_pair_line_needs_its_tab(runs):
   predictor = predict.Predictor(runs['pair'][0])
   with pytest.raises(raw_text.BadLine, match=r'<input>:2: a pair line needs premise<TAB>hypothesis'):
@@ -182,6 +231,7 @@ def test_a_pair_line_needs_its_tab(runs):
   assert len(predictor.predict([('how do i learn', 'how can i learn')])) == 1
 
 
+@pytest.mark.slow
 def test_documents_are_truncated_as_training_did_and_counted(runs):
   predictor = predict.Predictor(runs['document'][0])
   limit = predictor.trained.config.data.max_sentences
@@ -200,6 +250,7 @@ def test_workdirs_that_are_not_classifiers_point_to_their_command(runs, monkeypa
     predict.Predictor(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_launchers_write_good_lines_then_one_error_line(runs, tmp_path):
   workdir = runs['sentence'][0]
   (tmp_path / 'in.txt').write_bytes(b'A good film.\nDull.\n\xff\xfe\n')

@@ -91,8 +91,9 @@ def make_decoder(model, *, single_root: bool = True):
 CLASSIFIER_LAYERS = ('hidden', 'logits')
 
 
-def make_program(model, *, single_root: bool = True, features: bool = False, sown: Sequence[str] = ()):
-  """A `fn(variables, batch) -> {'logits', 'levels', ['features'], ['sown']}` for `model`: one jitted
+def make_program(model, *, single_root: bool = True, levels: bool = True, features: bool = False,
+                 sown: Sequence[str] = ()):
+  """A `fn(variables, batch) -> {'logits', ['levels'], ['features'], ['sown']}` for `model`: one jitted
   program with the trees functions' LU path only over the batch, and for the examples with a flagged
   tree (`nn.exactness`) a second one under `trees.exact_mode('in_program')` over those only (compiled
   the first time one is flagged; `training.parallel.with_exact_rows`): never a NaN tree.
@@ -100,6 +101,7 @@ def make_program(model, *, single_root: bool = True, features: bool = False, sow
   Args:
     model: a Linen module called as `model.apply(variables, batch, train=False)`.
     single_root: decode trees with exactly one ROOT child.
+    levels: decode the trees ('levels'; False: no Chu-Liu-Edmonds nor marginals in the program).
     features: also return 'features' [B, D], the input of the classifier (the first call of a Dense
       layer named in CLASSIFIER_LAYERS directly under the head: the vector its task layer reads).
     sown: names of sown intermediates to return under 'sown' (those present; each example-major).
@@ -122,7 +124,9 @@ def make_program(model, *, single_root: bool = True, features: bool = False, sow
       logits, state = model.apply(variables, batch, train=False, mutable=mutable)
       found = intermediates_lib.find_intermediates(state.get('intermediates', {}))
       found = {k: (v[-1] if isinstance(v, tuple) else v) for k, v in found.items()}
-      out = {'logits': logits, 'levels': decode_levels(found, single_root=single_root)}
+      out = {'logits': logits}
+      if levels:
+        out['levels'] = decode_levels(found, single_root=single_root)
     if features:
       if not seen:
         raise ValueError(f'{type(model).__name__} has no classifier layer {CLASSIFIER_LAYERS}: no '

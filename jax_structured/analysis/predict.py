@@ -104,18 +104,18 @@ class Predictor:
 
   # --- running ------------------------------------------------------------------------------------
 
-  def run(self, examples: Sequence[Mapping[str, Any]], *, features: bool = False,
+  def run(self, examples: Sequence[Mapping[str, Any]], *, features: bool = False, levels: bool = True,
           details: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Model outputs of encoded examples, in their order: per example {'logits' [C], 'levels':
-    {prefix: {'heads', 'lengths', 'weights'} of its rows}, ['features' [D]], ['sown': {name: rows}]}."""
+    """Model outputs of encoded examples, in their order: per example {'logits' [C], ['levels':
+    {prefix: {'heads', 'lengths', 'weights'} of its rows}], ['features' [D]], ['sown': {name: rows}]}."""
     unknown = sorted(set(details) - set(DETAILS))
     if unknown:
       raise ValueError(f'details {unknown}: valid {sorted(DETAILS)}')
     sown = tuple(name for d in sorted(details) for name in DETAILS[d])
-    key = (features, sown)
+    key = (features, levels, sown)
     if key not in self._programs:
       self._programs[key] = induce.make_program(self.trained.model, single_root=self.single_root,
-                                                features=features, sown=sown)
+                                                levels=levels, features=features, sown=sown)
     program = self._programs[key]
     out: list[Optional[dict]] = [None] * len(examples)
     split = data.Split('input', self.kind, list(examples), bucket_boundaries=self.bucket_boundaries)
@@ -163,7 +163,7 @@ class Predictor:
   def tree_records(self, output: Mapping[str, Any], words: Any) -> dict[str, list[dict[str, Any]]]:
     """{level: [{'words', 'heads' (CoNLL-U: 0 = ROOT), 'weights'}]} of one example's decoded levels."""
     out: dict[str, list] = {}
-    for prefix, level in output['levels'].items():
+    for prefix, level in output.get('levels', {}).items():
       name = induce.LEVELS[prefix]
       heads = np.asarray(level['heads']).reshape(-1, np.shape(level['heads'])[-1])
       lengths = np.asarray(level['lengths']).reshape(-1)
@@ -192,7 +192,7 @@ class Predictor:
 
   def vectors(self, examples: Sequence[Mapping[str, Any]]) -> np.ndarray:
     """float32 [N, D] features of encoded examples (`encode` without the reading)."""
-    outputs = self.run(examples, features=True)
+    outputs = self.run(examples, features=True, levels=False)
     if not outputs:
       return np.zeros((0, 0), np.float32)
     return np.stack([np.asarray(o['features'], np.float32).reshape(-1) for o in outputs])

@@ -218,13 +218,3 @@ def split_text(texts: Iterable[str] | str, kind: str) -> list[str]:
       raise TypeError(f'inputs are strings (pairs: "premise\\thypothesis" or a 2-tuple), got {t!r}')
     out.append(t.replace('\n', ' ').replace('\r', ' '))
   return out
-
-
-def summary(lines: Lines) -> str:
-  """A one-line summary of the skipped and truncated counts ('' when none)."""
-  parts = []
-  if lines.skipped:
-    parts.append('skipped ' + ', '.join(f'{k}: {v}' for k, v in sorted(lines.skipped.items())))
-  if lines.truncated:
-    parts.append('truncated (kept) ' + ', '.join(f'{k}: {v}' for k, v in sorted(lines.truncated.items())))
-  return '; '.join(parts)
