@@ -63,14 +63,18 @@ def _events(logdir):
 
 
 def _tensorboard_view(logdir):
-  """{tag: [(step, value)]} as TensorBoard reads `logdir`: a SessionLog START at step s drops the
-  points read so far with step >= s (event_accumulator._CheckForRestartAndMaybePurge)."""
-  view = {}
-  for _, event in _events(logdir):
-    if event.HasField('session_log') and event.session_log.status == event_pb2.SessionLog.START:
-      view = {tag: [p for p in points if p[0] < event.step] for tag, points in view.items()}
-    for value in event.summary.value:
-      view.setdefault(value.tag, []).append((event.step, value.simple_value))
+  """{tag: [(step, value)]} as TensorBoard reads `logdir`, with its own event accumulator (which drops
+  the points read so far with step >= s at a SessionLog START of step s); text summaries (the
+  hyperparameters) as (step, None)."""
+  event_accumulator = pytest.importorskip(
+      'tensorboard.backend.event_processing.event_accumulator',
+      reason='tensorboard (test extra) reads the event files as TensorBoard does')
+  accumulator = event_accumulator.EventAccumulator(
+      str(logdir), size_guidance={event_accumulator.SCALARS: 0, event_accumulator.TENSORS: 0})
+  accumulator.Reload()
+  tags = accumulator.Tags()
+  view = {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)] for tag in tags['scalars']}
+  view.update({tag: [(e.step, None) for e in accumulator.Tensors(tag)] for tag in tags['tensors']})
   return view
 
 
