@@ -197,7 +197,10 @@ def trees_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]
   """The trees benchmark's columns (median ms) and its ratios to the baselines, with the goals."""
   from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
   rows = []
-  for batch, length in TREES_QUICK_SIZES if report_run.quick else TREES_SIZES:
+  sizes = TREES_QUICK_SIZES if report_run.quick else TREES_SIZES
+  if flags.FLAGS.is_parsed() and benchmarks.SIZES.value:  # --sizes=32x200: a part of the report (e.g. what a budget left out)
+    sizes = trees_benchmark.parse_sizes(benchmarks.SIZES.value)
+  for batch, length in sizes:
     if report_run.unit(f'trees {batch}x{length}'):
       rows += trees_benchmark.run([(batch, length)], repeats=report_run.repeats, dtype=report_run.dtype)
   if not rows:
@@ -302,17 +305,23 @@ def trees_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]
 # Running the families and writing the report.
 
 
+def _git_commit() -> str:
+  """The short hash of this checkout's HEAD, or 'unknown'."""
+  try:
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, capture_output=True,
+                          text=True, timeout=10, check=True).stdout.strip() or 'unknown'
+  except (OSError, subprocess.SubprocessError):
+    return 'unknown'
+
+
 def environment() -> dict[str, Any]:
   """Device, versions and baseline packages of this run."""
   import jaxlib  # pylint: disable=g-import-not-at-top
   device = jax.devices()[0]
-  commit = 'unknown'
-  try:
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=root, capture_output=True,
-                            text=True, timeout=10, check=True).stdout.strip() or 'unknown'
-  except (OSError, subprocess.SubprocessError):
-    pass
+  # The device tool's copy of a working tree keeps the git metadata of the session's start: the caller
+  # names the code it sends in JAX_STRUCTURED_COMMIT (e.g. 'abc1234+' for uncommitted changes).
+  commit = os.environ.get('JAX_STRUCTURED_COMMIT') or _git_commit()
   return {
       'device': device.device_kind, 'platform': device.platform, 'device_count': jax.device_count(),
       'jax': jax.__version__,
