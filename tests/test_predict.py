@@ -127,6 +127,15 @@ def test_predictions_on_the_raw_test_text_give_the_evaluated_accuracy(runs, kind
   predictor = predict.Predictor(workdir)
   assert predictor.kind == kind
   predicted = predictor.predict(texts)
+  # Tokenised exactly as training did: the same token ids as the loader's test examples.
+  split = training.load_split(predictor.trained.config, predictor.trained.vocab, 'test')
+  assert len(split.examples) == len(predictor.last.examples) == len(texts)
+  for ours, theirs in zip(predictor.last.examples, split.examples):
+    for key in set(theirs) - {'label'}:
+      rows = (ours[key], theirs[key]) if isinstance(theirs[key], list) else ([ours[key]], [theirs[key]])
+      assert len(rows[0]) == len(rows[1]), key  # documents: one array per sentence
+      for mine, loaders_row in zip(*rows):
+        np.testing.assert_array_equal(np.asarray(mine), np.asarray(loaders_row), err_msg=key)
   accuracy = float(np.mean([p['label'] == g for p, g in zip(predicted, gold)]))
   assert accuracy == pytest.approx(training.evaluate(workdir, 'test')['accuracy'], abs=1e-9)
   for p in predicted:
