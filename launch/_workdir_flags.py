@@ -1,9 +1,10 @@
-"""Flags every launcher that reads a trained workdir shares, defined once here.
+"""Flags of the launchers that run a trained workdir on input files, defined once here.
 
     from launch import _workdir_flags
     workdir, checkpoint = _workdir_flags.WORKDIR.value, _workdir_flags.checkpoint()
 
-Importing the module defines `--workdir` (required) and `--checkpoint` ('best', 'latest' or a step).
+Importing the module defines `--workdir` (required), `--checkpoint` ('best', 'latest' or a step) and
+the input-reading flags `--on_bad_lines` and `--encoding` (launch.predict, launch.encode).
 """
 from absl import flags
 

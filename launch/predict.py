@@ -55,8 +55,10 @@ def main(argv):
     if result[key]:
       line += f'; {key} ' + ', '.join(f'{k}: {v}' for k, v in sorted(result[key].items()))
   print(line, file=sys.stderr)
-  if result['files']:
-    print(f'trees written to {_TREES.value}', file=sys.stderr)
+  if _TREES.value:
+    print(f'trees written to {_TREES.value}' if result['files'] else
+          f'no trees written to {_TREES.value}: the model of {_workdir_flags.WORKDIR.value} induces none '
+          '(config.model has no structured attention or latent tree)', file=sys.stderr)
 
 
 if __name__ == '__main__':

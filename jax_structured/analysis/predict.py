@@ -235,8 +235,8 @@ def write_trees(output_dir: str, predictions: Sequence[Mapping[str, Any]], *, nu
                 line_numbers: Optional[Sequence[int]] = None, source: str = 'input') -> list[str]:
   """Writes the trees of `predictions` (`Predictor.predict`) as `launch.induce_trees` does: per level
   `<level>_trees.conllu` and pictures of the first `num_pictures` (SVG + index.html), plus
-  statistics.json (Table 5/6 statistics, `induce.tree_statistics`); returns the files written."""
-  os.makedirs(output_dir, exist_ok=True)
+  statistics.json (Table 5/6 statistics, `induce.tree_statistics`); returns the files written (none
+  when no prediction holds a tree: the model induces none)."""
   per_level: dict[str, dict[str, list]] = {}
   for i, p in enumerate(predictions):
     line = line_numbers[i] if line_numbers is not None else i + 1
@@ -248,6 +248,9 @@ def write_trees(output_dir: str, predictions: Sequence[Mapping[str, Any]], *, nu
         rec['weights'].append(np.asarray(tree['weights']))
         rec['caption'].append(f'{source} line {line}' + (f', sentence {r + 1}' if len(rows) > 1 else '')
                               + f': predicted {p["label"]}')
+  if not per_level:
+    return []
+  os.makedirs(output_dir, exist_ok=True)
   files, stats = [], {}
   for level, rec in per_level.items():
     stats[level] = induce._level_statistics(rec['heads'], None)  # pylint: disable=protected-access
