@@ -650,6 +650,13 @@ def test_parse_matches_the_model_and_decoder_on_the_whole_batch(tmp_path):
     assert rel == [names[r] for r in np.asarray(relations[i, :length])]
     assert upos == [tags[t] for t in np.asarray(out['tags'][i, :length])]
     assert (np.asarray(h) == -1).sum() == 1
+  joint, _ = parsing.parse(trained, sentences, batch_size=4, decoding='joint')  # config's choice overridden
+  heads, relations = parser.decode(out, batch['lengths'], 'joint')
+  for i, (h, rel, _) in enumerate(joint):
+    np.testing.assert_array_equal(h, heads[i, :batch['lengths'][i]])
+    assert rel == [trained.extras['relation_names'][r] for r in np.asarray(relations[i, :len(h)])]
+  with pytest.raises(ValueError, match="decoding='both'"):
+    parsing.parse(trained, sentences, decoding='both')
   bad = sentences_lib.sentence(['x'], '1', tags=['NOT_A_TAG'])
   trained.model = trained.model.clone(tag_input='gold')
   with pytest.raises(ValueError, match='NOT_A_TAG'):
