@@ -158,7 +158,10 @@ def labeled_marginals(arc_scores, root_scores, lengths=None, *, single_root=True
 
 
 def _best_labels(arc_scores, root_scores, lengths):
-  """(arc, root, lengths, s_max arc [..., n, n], s_max root [..., n], argmax labels of both)."""
+  """(lengths, s_max arc [..., n, n], s_max root [..., n], argmax labels of both (int32, same shapes)).
+
+  Padded and diagonal entries are 0 before the max (ignored by the tree functions either way).
+  """
   arc, root, lengths, arc_ok, root_ok = _check(arc_scores, root_scores, lengths)
   arc = lax.stop_gradient(jnp.where(arc_ok[..., None], arc, 0.0))
   root = lax.stop_gradient(jnp.where(root_ok[..., None], root, 0.0))
