@@ -3,9 +3,12 @@
     from launch import _workdir_flags
     workdir, checkpoint = _workdir_flags.WORKDIR.value, _workdir_flags.checkpoint()
 
-Importing the module defines `--workdir` (required), `--checkpoint` ('best', 'latest' or a step) and
-the input-reading flags `--on_bad_lines` and `--encoding` (launch.predict, launch.encode).
+Importing the module defines `--workdir` (required), `--checkpoint` ('best', 'latest' or a step),
+`--input` (required) and `--output`, and the input-reading flags `--on_bad_lines` and `--encoding`
+(launch.predict, launch.encode: one process may import both).
 """
+import sys
+
 from absl import flags
 
 from launch import _errors
@@ -17,6 +20,9 @@ ON_BAD_LINES = flags.DEFINE_enum('on_bad_lines', 'error', ['error', 'skip'],
                                  "line without its tab, undecodable), after writing the output of the lines "
                                  "before it; 'skip': leave such lines out, counted.")
 ENCODING = flags.DEFINE_string('encoding', 'utf-8', 'Text encoding of the input file.')
+INPUT = flags.DEFINE_string('input', None, "Input text file ('-': stdin).", required=True)
+OUTPUT = flags.DEFINE_string('output', None, "Output file (launch.predict: JSON lines, default '-' = "
+                             'stdout; launch.encode: a .npy file, required).')
 
 
 def checkpoint() -> int | str:
@@ -26,7 +32,6 @@ def checkpoint() -> int | str:
 
 def open_input(path: str):
   """The input's byte lines and its name in messages: '-' is stdin."""
-  import sys  # pylint: disable=g-import-not-at-top
   if path == '-':
     return sys.stdin.buffer, '<stdin>'
   return open(path, 'rb'), path  # pylint: disable=consider-using-with

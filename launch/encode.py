@@ -12,7 +12,6 @@ import json
 import sys
 
 from absl import app
-from absl import flags
 import numpy as np
 
 from jax_structured.analysis import predict
@@ -21,15 +20,13 @@ from launch import _compilation_cache
 from launch import _errors
 from launch import _workdir_flags
 
-_INPUT = flags.DEFINE_string('input', None, "Input text file ('-': stdin).", required=True)
-_OUTPUT = flags.DEFINE_string('output', None, 'Output .npy file (float32 [rows, dimension]).', required=True)
 
 
 def _save(vectors: np.ndarray, description: dict) -> None:
-  np.save(_OUTPUT.value, vectors.astype(np.float32))
-  path = (_OUTPUT.value[:-4] if _OUTPUT.value.endswith('.npy') else _OUTPUT.value) + '.json'
-  description = {**description, 'vectors': _OUTPUT.value if _OUTPUT.value.endswith('.npy')
-                 else _OUTPUT.value + '.npy'}
+  np.save(_workdir_flags.OUTPUT.value, vectors.astype(np.float32))
+  path = (_workdir_flags.OUTPUT.value[:-4] if _workdir_flags.OUTPUT.value.endswith('.npy') else _workdir_flags.OUTPUT.value) + '.json'
+  description = {**description, 'vectors': _workdir_flags.OUTPUT.value if _workdir_flags.OUTPUT.value.endswith('.npy')
+                 else _workdir_flags.OUTPUT.value + '.npy'}
   with open(path, 'w', encoding='utf-8') as f:
     json.dump(description, f, indent=2)
   print(f'{description["rows"]} x {description["dimension"]} float32 vectors written to '
@@ -39,9 +36,12 @@ def _save(vectors: np.ndarray, description: dict) -> None:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  if not _workdir_flags.OUTPUT.value or _workdir_flags.OUTPUT.value == '-':
+    raise app.UsageError('--output=FILE.npy is required (the vectors file; its description goes beside it '
+                         'as FILE.json)')
   _compilation_cache.enable()
   predictor = predict.Predictor(_workdir_flags.WORKDIR.value, _workdir_flags.checkpoint())
-  stream, source = _workdir_flags.open_input(_INPUT.value)
+  stream, source = _workdir_flags.open_input(_workdir_flags.INPUT.value)
   try:
     vectors, description = predict.encode_file(predictor, stream, source=source,
                                                on_bad_lines=_workdir_flags.ON_BAD_LINES.value,

@@ -22,8 +22,6 @@ from launch import _compilation_cache
 from launch import _errors
 from launch import _workdir_flags
 
-_INPUT = flags.DEFINE_string('input', None, "Input text file ('-': stdin).", required=True)
-_OUTPUT = flags.DEFINE_string('output', '-', "JSON-lines output file ('-': stdout).")
 _DETAILS = flags.DEFINE_list('details', [], f'Also output the sown values: any of {sorted(predict.DETAILS)}.')
 _TREES = flags.DEFINE_string('trees', None, 'Write the induced trees (CoNLL-U, SVG, HTML) to this folder.')
 _NUM_PICTURES = flags.DEFINE_integer('num_pictures', 5, 'How many trees --trees draws.')
@@ -37,8 +35,9 @@ def main(argv):
     raise app.UsageError(f'--details={",".join(bad)}: valid {sorted(predict.DETAILS)}')
   _compilation_cache.enable()
   predictor = predict.Predictor(_workdir_flags.WORKDIR.value, _workdir_flags.checkpoint())
-  stream, source = _workdir_flags.open_input(_INPUT.value)
-  out = sys.stdout if _OUTPUT.value == '-' else open(_OUTPUT.value, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
+  stream, source = _workdir_flags.open_input(_workdir_flags.INPUT.value)
+  output = _workdir_flags.OUTPUT.value or '-'
+  out = sys.stdout if output == '-' else open(output, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
   try:
     def write(line):
       out.write(line + '\n')
