@@ -298,3 +298,13 @@ def test_snli_text_gets_the_tokens_of_its_parses(shared_data):
         same += tokenize(record[side]) == parse
         total += 1
   assert total == 20000 and same >= 19983
+
+
+def test_marginals_are_cut_to_each_trees_length():
+  """Per-sentence rows of a document (lengths [S]) and one sentence (a scalar length)."""
+  arcs = np.arange(2 * 3 * 3, dtype=float).reshape(2, 3, 3)
+  levels = {'sentence_': {'lengths': np.array([2, 3])}, '': {'lengths': np.array(1)}}
+  cut = predict._trimmed('sentence_arc_marginals', arcs, levels)  # pylint: disable=protected-access
+  assert cut == [arcs[0, :2, :2].tolist(), arcs[1].tolist()]
+  assert predict._trimmed('root_marginals', np.array([0.5, 0.2, 0.3]), levels) == [0.5]  # pylint: disable=protected-access
+  assert predict._trimmed('boundaries', np.ones((2, 3)), levels) == np.ones((2, 3)).tolist()  # pylint: disable=protected-access

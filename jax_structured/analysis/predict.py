@@ -157,7 +157,7 @@ class Predictor:
     if decoded:
       record['trees'] = decoded
     if details:
-      record['details'] = {k: np.asarray(v).tolist() for k, v in output.get('sown', {}).items()}
+      record['details'] = {k: _trimmed(k, v, output.get('levels', {})) for k, v in output.get('sown', {}).items()}
     return record
 
   def tree_records(self, output: Mapping[str, Any], words: Any) -> dict[str, list[dict[str, Any]]]:
@@ -216,6 +216,21 @@ def _rows_of(x: np.ndarray, b: int, batch_size: int) -> np.ndarray:
     return x
   per = x.shape[0] // batch_size
   return x.reshape((batch_size, per) + x.shape[1:])[b] if per > 1 else x[b]
+
+
+def _trimmed(name: str, value: Any, levels: Mapping[str, Any]) -> list:
+  """A sown value as nested lists; arc / root marginals cut to their trees' lengths (others padded to
+  the batch's bucket)."""
+  value = np.asarray(value)
+  for suffix, axes in (('arc_marginals', 2), ('root_marginals', 1)):
+    level = levels.get(name[:-len(suffix)]) if name.endswith(suffix) else None
+    if level is None:
+      continue
+    lengths = np.asarray(level['lengths']).reshape(-1)
+    rows = value.reshape((len(lengths),) + value.shape[value.ndim - axes:])
+    cut = [r[:k, :k] if axes == 2 else r[:k] for r, k in zip(rows, lengths.astype(int))]
+    return [c.tolist() for c in cut] if np.ndim(level['lengths']) else cut[0].tolist()
+  return value.tolist()
 
 
 def _level_words(level: str, words: Any, rows: int) -> list:
