@@ -655,7 +655,7 @@ def test_exact_chunks_have_canonical_shapes(monkeypatch):
   assert _matrix_tree._chunk_size(3, 5) == 1
   shapes = []
   real_chunk = _matrix_tree._exact_chunk
-  monkeypatch.setattr(_matrix_tree, '_exact_chunk', lambda a, r, m, s: (
+  monkeypatch.setattr(_matrix_tree, '_exact_chunk', lambda a, r, m, s, kernels=None: (
       shapes.append(a.shape), real_chunk(a, r, m, s))[1])
   rng = np.random.default_rng(21)
   for lengths, n in (([5, 3, 4], 5), ([7, 7, 2], 7)):

@@ -35,7 +35,7 @@ def _interpret():
   """The kernels as `use_kernels('on')` runs them here: interpreted, or compiled on a GPU
   (launch/benchmarks/gpu_session.sh runs these tests there)."""
   with trees.use_kernels('on'):
-    return _kernels.selected()
+    return _kernels.selected(8)
 
 
 def _kernel_call(fn, *args, **kwargs):
@@ -155,17 +155,23 @@ def test_flagged_sentence_exact_path():
     np.testing.assert_allclose(got, want, atol=2e-5)
 
 
-def test_use_kernels_switch():
-  """'auto' keeps the LU path on the CPU (KERNEL_PLATFORMS is empty until a GPU report shows them
-  faster); 'on' selects the interpreter off a GPU and the compiled kernels on one; a bad mode is one
-  clear error."""
+def test_use_kernels_switch(monkeypatch):
+  """'auto' keeps the LU path on the CPU and selects the compiled kernels on a GPU up to 32 words (where
+  the H200 report measured them faster); 'on' selects the interpreter off a GPU and the compiled kernels
+  on one; no mode takes a block over MAX_BLOCK (it does not fit on chip); a bad mode is one clear
+  error."""
   assert 'cpu' not in _kernels.KERNEL_PLATFORMS
-  if jax.default_backend() not in _kernels.KERNEL_PLATFORMS:
-    assert _kernels.selected() is None
+  assert _kernels.selected(8) is (False if jax.default_backend() == 'gpu' else None)
   with trees.use_kernels('on'):
-    assert _kernels.selected() is (jax.default_backend() != 'gpu')
+    assert _kernels.selected(8) is (jax.default_backend() != 'gpu')
+    assert _kernels.selected(_kernels.MAX_BLOCK) is not None
+    assert _kernels.selected(_kernels.MAX_BLOCK + 1) is None
     with trees.use_kernels('off'):
-      assert _kernels.selected() is None
+      assert _kernels.selected(8) is None
+  monkeypatch.setattr(jax, 'default_backend', lambda: 'gpu')
+  assert [_kernels.selected(n) for n in (5, 32, 33, 200)] == [False, False, None, None]
+  with trees.use_kernels('on'):
+    assert [_kernels.selected(n) for n in (33, 128, 129)] == [False, False, None]
   with pytest.raises(ValueError, match=r"use_kernels\('fast'\): use one of"):
     with trees.use_kernels('fast'):
       pass
@@ -188,7 +194,7 @@ def test_kernels_lower_for_cuda(single_root, monkeypatch):
     return jax.value_and_grad(fn, argnums=(0, 1))(arc, root)
 
   # `selected()` reads the default backend (cpu here): select the compiled kernels as on a GPU.
-  monkeypatch.setattr(_kernels, 'selected', lambda: False)
+  monkeypatch.setattr(_kernels, 'selected', lambda n: False)
   text = jax.jit(value_and_grad).trace(arc, root).lower(lowering_platforms=('cuda',)).as_text()
   assert text.count('__gpu$xla.gpu.triton') == 2
   assert 'name = "matrix_tree_forward"' in text and 'name = "matrix_tree_backward"' in text

@@ -41,16 +41,20 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-__all__ = ['BLOCK_MIN', 'KERNEL_MODES', 'KERNEL_PLATFORMS', 'block_length', 'compiler_params',
-           'fused_statistics', 'num_warps', 'selected', 'use_kernels']
+__all__ = ['AUTO_MAX_BLOCK', 'BLOCK_MIN', 'KERNEL_MODES', 'KERNEL_PLATFORMS', 'MAX_BLOCK', 'block_length',
+           'compiler_params', 'fused_statistics', 'num_warps', 'selected', 'use_kernels']
 
 # The settings of `use_kernels`.
 KERNEL_MODES = ('auto', 'on', 'off')
-# The platforms ('gpu', 'tpu', 'cpu') where 'auto' selects the kernels: those where a benchmark report
-# measured them faster than the LU path (`python -m launch.benchmark trees`, columns `kernel marg` /
-# `kernel +grad` against `model marg` / `model +grad`). None yet: no GPU has run them
-# (docs/decisions/2026-12-04-fused-matrix-tree-kernels.md).
-KERNEL_PLATFORMS = frozenset()
+# The largest block (padded sentence length) any kernel takes: the whole block stays in one program's
+# on-chip memory, and a 256 x 256 float32 block asks 256 KiB of shared memory where an H200 program has
+# 227 KiB (the kernels failed to compile at 32 x 200 there). Longer sentences take the LU path.
+MAX_BLOCK = 128
+# Per platform, the largest block at which 'auto' selects the kernels: where the benchmark report
+# measured both `kernel marg` and `kernel +grad` faster than `model marg` / `model +grad`
+# (docs/benchmarks/gpu_h200_ec2ec20.json: 0.56x / 0.85x at 512 x 32; at 64 x 64 +grad was 1.05x).
+AUTO_MAX_BLOCK = {'gpu': 32}
+KERNEL_PLATFORMS = frozenset(AUTO_MAX_BLOCK)
 _MODE = contextvars.ContextVar('jax_structured_trees_use_kernels', default='auto')
 
 
@@ -62,10 +66,14 @@ def use_kernels(mode):
   Laplacian, its inverse, log Z, the marginals and the error estimate's flags), and the gradient in one
   more; flagged sentences still take the exact path, as on the LU path (`exact_mode`). Modes:
 
-  * 'auto' (the default): the kernels on the platforms of `KERNEL_PLATFORMS` (those where the benchmark
-    measured them faster; none yet), the LU path elsewhere.
+  * 'auto' (the default): the kernels on the platforms of `KERNEL_PLATFORMS` for sentences padded to
+    at most `AUTO_MAX_BLOCK[platform]` words (where the benchmark measured them faster: a GPU, up to
+    32 words), the LU path elsewhere.
   * 'on': the kernels on any platform: compiled by Pallas's Triton lowering on a GPU, run by the Pallas
     interpreter elsewhere (slow: for tests).
+
+  In every mode, sentences padded to more than `MAX_BLOCK` words take the LU path (a block must fit in
+  one program's on-chip memory).
   * 'off': the LU path.
 
   With the kernels, `log_partition`, `marginals`, `entropy`, `kl_divergence` and `log_prob` are
@@ -85,13 +93,18 @@ def use_kernels(mode):
     _MODE.reset(token)
 
 
-def selected():
-  """None (the LU path), or whether the kernels run interpreted (False: compiled for the GPU), by the
-  setting of `use_kernels` and the default platform."""
+def selected(n):
+  """None (the LU path), or whether the kernels run interpreted (False: compiled for the GPU), for
+  sentences of `n` words (padded), by the setting of `use_kernels`, the default platform and the
+  block limits `MAX_BLOCK` / `AUTO_MAX_BLOCK`."""
   mode, platform = _MODE.get(), jax.default_backend()
-  if mode == 'off' or (mode == 'auto' and platform not in KERNEL_PLATFORMS):
+  block = block_length(n)
+  if mode == 'off' or block > MAX_BLOCK:
+    return None
+  if mode == 'auto' and block > AUTO_MAX_BLOCK.get(platform, 0):
     return None
   return platform != 'gpu'
+
 
 # The smallest block (sentence length after padding): Triton's dot needs 16.
 BLOCK_MIN = 16
@@ -276,16 +289,18 @@ def _specs(p):
 
 
 def num_warps(p):
-  """Warps per program for a block of p x p: about 32 entries of each block per thread, 1 to 16 warps.
+  """Warps per program for a block of p x p.
 
   Every elimination step reduces rows and columns of the block; in one warp those reductions are warp
-  shuffles, across warps they go through shared memory with barriers, so small blocks (512 sentences
-  of 32 words) take one warp each and fill the streaming multiprocessors with programs. A 256 x 256
-  block (32 x 200) holds 64k entries, more than 16 warps' registers: Triton spills. A first guess,
-  untuned: the GPU report's `kernel ...` columns decide
-  (docs/decisions/2026-12-04-fused-matrix-tree-kernels.md).
+  shuffles, across warps they go through shared memory with barriers. Measured on an H200 (value +
+  gradient, 1 to 16 warps; docs/benchmarks/gpu_h200_abde495_kernels.txt): 2 warps at 32 x 32 (0.20 ms
+  for 512 sentences; 1 warp 0.26 ms), 8 at 64 x 64 (0.41 ms for 64; 4 warps 0.59 ms). Other blocks: about
+  32 entries per thread, 1 to 16 warps (unmeasured).
   """
-  return max(1, min(16, p * p // 1024))
+  return _MEASURED_WARPS.get(p, max(1, min(16, p * p // 1024)))
+
+
+_MEASURED_WARPS = {32: 2, 64: 8}
 
 
 def compiler_params(p):

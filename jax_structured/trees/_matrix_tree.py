@@ -1026,7 +1026,7 @@ def _statistics(arc_scores, root_scores, lengths, single_root, exact):
   `flagged` [...] bool (the LU error estimate was too large: `_needs_exact`), under the mode `exact`
   (`exact_mode`)."""
   mode = _resolve_mode(exact, arc_scores, root_scores, lengths)
-  kernels = _kernels.selected()  # `use_kernels`
+  kernels = _kernels.selected(arc_scores.shape[-1])  # `use_kernels`
   if mode == 'outside':
     return _statistics_outside(arc_scores, root_scores, lengths, single_root, kernels)
   return _traced_statistics(arc_scores, root_scores, lengths, single_root, mode == 'in_program', kernels)
