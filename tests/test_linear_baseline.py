@@ -113,7 +113,7 @@ def test_a_loader_without_vectors_gets_no_baseline_and_no_error():
   """configs/default.py's synthetic data has no `embeddings` key (nor words): the comparison still
   finishes, the console saying why there is no baseline row (the default job ended with rc 2 before)."""
   import importlib.util  # pylint: disable=g-import-not-at-top
-  from jax_structured.training import trainer  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import comparison  # pylint: disable=g-import-not-at-top
   path = pathlib.Path(__file__).resolve().parents[1] / 'configs' / 'default.py'
   spec = importlib.util.spec_from_file_location('default_config', path)
   module = importlib.util.module_from_spec(spec)
@@ -121,4 +121,4 @@ def test_a_loader_without_vectors_gets_no_baseline_and_no_error():
   config = module.get_config()
   config.data.update({'num_train': 200, 'num_dev': 40, 'num_test': 40})
   assert 'embeddings' not in config.data
-  assert trainer._linear_baseline(config_lib.resolve(config)) is None
+  assert comparison.linear_baseline_row(config_lib.resolve(config)) is None

@@ -182,14 +182,14 @@ def test_variants_side_by_side(tmp_path):
 def test_comparison_table_metrics():
   """`train.comparison_metrics` picks the table's columns (in that order, validation then test);
   a metric no variant reports gets no column; a variant without a metric gets an empty cell."""
-  from jax_structured.training import trainer  # pylint: disable=g-import-not-at-top
+  from jax_structured.training import comparison  # pylint: disable=g-import-not-at-top
   results = {'simple': {'validation': {'accuracy': 0.5, 'loss': 1.0, 'uas': 0.25},
                         'test': {'accuracy': 0.75, 'loss': 2.0, 'uas': 0.5}},
              'parser': {'validation': {'las': 0.9, 'uas': 0.95}, 'test': {'las': 0.8, 'uas': 1.0}}}
-  every = trainer.comparison_table(results)
+  every = comparison.comparison_table(results)
   assert every.splitlines()[0] == ('| variant | validation accuracy | validation loss | validation uas '
                                    '| validation las | test accuracy | test loss | test uas | test las |')
-  picked = trainer.comparison_table(results, metrics=('uas', 'accuracy', 'bleu')).splitlines()
+  picked = comparison.comparison_table(results, metrics=('uas', 'accuracy', 'bleu')).splitlines()
   assert picked[0] == ('| variant | validation uas | validation accuracy | test uas | test accuracy |')
   assert picked[2] == '| simple | 0.2500 | 0.5000 | 0.5000 | 0.7500 |'
   assert picked[3] == '| parser | 0.9500 |  | 1.0000 |  |'

@@ -231,8 +231,8 @@ def interrupted(tmp_path_factory):
 
 def _abstract_state(workdir):
   from jax_structured.training import restore  # pylint: disable=g-import-not-at-top
-  _, _, _, setup = restore._restore_setup(workdir)  # pylint: disable=protected-access
-  return setup.state
+  _, _, _, parts = restore._assemble_saved_run(workdir)  # pylint: disable=protected-access
+  return parts.state
 
 
 @pytest.mark.parametrize('kind', sorted(DAMAGE_MESSAGES))

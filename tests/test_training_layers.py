@@ -117,3 +117,20 @@ def test_viz_draws_from_arrays_and_launch_is_the_top():
     text = path.read_text(encoding='utf-8')
     for top in ('launch', 'configs'):
       assert not re.search(rf'^\s*(import|from) {top}\b', text, re.M), f'{module} imports {top}'
+
+
+@pytest.mark.parametrize('module', ['jax_structured.analysis', 'jax_structured.training.restore',
+                                    'jax_structured.training'])
+def test_reading_a_checkpoint_does_not_import_the_training_loop(module):
+  """`analysis` (and `training.restore`, and the `training` package itself) read checkpoints without
+  loading `training.trainer`: `training.train_and_evaluate` imports it on first use (PEP 562)."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  code = (f'import sys, {module}\n'
+          "assert 'jax_structured.training.trainer' not in sys.modules, 'trainer imported'\n"
+          'from jax_structured import training\n'
+          'assert callable(training.train_and_evaluate)\n'
+          "assert 'jax_structured.training.trainer' in sys.modules\n")
+  done = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True,
+                        timeout=120, check=False)
+  assert done.returncode == 0, done.stderr[-2000:]

@@ -12,8 +12,12 @@ Tasks (`tasks.register`), optimisers (`optimizers`) and the pure steps (`steps.t
 every function here reads; the entry points resolve a plain ConfigDict once) live in
 `jax_structured.config` (a leaf module that every layer, the model presets included, may read).
 """
+import importlib
+
 from jax_structured.training import assembly
 from jax_structured.training import checkpoints
+from jax_structured.training import comparison
+from jax_structured.training import distributed
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import parse_task  # registers the 'parse' task
@@ -31,11 +35,20 @@ from jax_structured.training.restore import Trained
 from jax_structured.training.restore import evaluate
 from jax_structured.training.restore import load_split
 from jax_structured.training.restore import load_trained
-from jax_structured.training.trainer import maybe_initialize_distributed
-from jax_structured.training.trainer import train_and_evaluate
+from jax_structured.training.distributed import maybe_initialize_distributed
+
+
+def __getattr__(name: str):
+  """`train_and_evaluate` on first use (PEP 562): reading a checkpoint (`restore`, the `analysis`
+  layer) does not import the training loop (`trainer`)."""
+  if name == 'train_and_evaluate':
+    return importlib.import_module('jax_structured.training.trainer').train_and_evaluate
+  raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
 
 __all__ = [
-    'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'assembly', 'build_model', 'checkpoints', 'eval_step',
+    'CheckpointError', 'DeviceMemoryError', 'Trained', 'TrainState', 'assembly', 'build_model', 'checkpoints',
+    'comparison', 'distributed', 'eval_step',
     'evaluate', 'load_split', 'load_trained', 'maybe_initialize_distributed', 'optimizers',
     'parallel', 'parse_task', 'restore', 'steps', 'tasks', 'train_and_evaluate', 'translation_task',
     'train_step',

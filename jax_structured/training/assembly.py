@@ -1,6 +1,6 @@
 """What a resolved config builds, shared by the training loop and by restoring a workdir.
 
-`setup(config, task_data, ...)` builds the model (`build_model`, the `models` registry), the task, the
+`assemble(config, task_data, ...)` builds the model (`build_model`, the `models` registry), the task, the
 optimiser, the `parallel.Runner` with its jitted steps and the step-0 state; `evaluate_split` runs the
 eval step over a split; `out_of_memory_names` turns XLA's RESOURCE_EXHAUSTED into a `DeviceMemoryError`
 naming the batch shapes and the config keys that bound them. `trainer` (the loop) and `restore`
@@ -23,6 +23,8 @@ from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks as tasks_lib
+
+EVAL_SPLITS = ('validation', 'test')  # the splits of a run's final evaluation (and comparison)
 
 # --- the model -----------------------------------------------------------------------------------
 
@@ -63,10 +65,10 @@ def init_variables(model, sample: Mapping[str, Any], seed: int):
   return jax.device_get(jax.jit(init)(rngs, dict(sample)))
 
 
-# --- setup and evaluation ---------------------------------------------------------------------------
+# --- assembling and evaluation ---------------------------------------------------------------------
 
 @dataclasses.dataclass
-class Setup:
+class Assembled:
   """What a config builds: model, task, runner (the jitted steps), the step-0 state, optimiser."""
   config: config_lib.ResolvedConfig
   task_data: Any
@@ -78,7 +80,7 @@ class Setup:
   schedule: Any
 
 
-def setup(config: config_lib.ResolvedConfig, task_data, *, sample, mode: str, total_steps: int) -> Setup:
+def assemble(config: config_lib.ResolvedConfig, task_data, *, sample, mode: str, total_steps: int) -> Assembled:
   """Model, task, optimiser, runner and step-0 state of `config` for `task_data`; `sample` is a batch
   (numpy, or ShapeDtypeStructs: then the state is abstract, a restore target), `mode` a
   `parallel.Runner` mode."""
@@ -97,23 +99,23 @@ def setup(config: config_lib.ResolvedConfig, task_data, *, sample, mode: str, to
                          state)
   else:
     state = runner.replicate(jax.device_get(steps.create_state(variables, tx)))
-  return Setup(config, task_data, task, model, runner, state, tx, schedule)
+  return Assembled(config, task_data, task, model, runner, state, tx, schedule)
 
 
-def evaluate_split(setup: Setup, state: Any, split, batch_size: int) -> dict[str, float]:
+def evaluate_split(parts: Assembled, state: Any, split, batch_size: int) -> dict[str, float]:
   """Task metrics of `state` (in the runner's layout) on every batch of `split`."""
-  return setup.task.summarize(evaluate_sums(setup, state, split, batch_size))
+  return parts.task.summarize(evaluate_sums(parts, state, split, batch_size))
 
 
-def evaluate_sums(setup: Setup, state: Any, split, batch_size: int) -> dict[str, tuple[float, float]]:
+def evaluate_sums(parts: Assembled, state: Any, split, batch_size: int) -> dict[str, tuple[float, float]]:
   """{metric: (sum, count)} of `state` over every batch of `split` (host numbers)."""
   acc = metrics_lib.Accumulator()
-  task_name = setup.config.task or setup.task_data.kind
-  for i, batch in enumerate(split.batches(batch_size, shuffle=False, num_shards=setup.runner.num_shards)):
+  task_name = parts.config.task or parts.task_data.kind
+  for i, batch in enumerate(split.batches(batch_size, shuffle=False, num_shards=parts.runner.num_shards)):
     where = f'{split.name} batch {i}'
-    check_batch(batch, where=where, num_classes=setup.task_data.num_classes, task_name=task_name)
-    with out_of_memory_names(setup.config, f'the evaluation of {where}', [batch_shapes(batch)], eval_batch=True):
-      acc.add(setup.runner.evaluate(state, setup.runner.shard_batch(batch), batch))
+    check_batch(batch, where=where, num_classes=parts.task_data.num_classes, task_name=task_name)
+    with out_of_memory_names(parts.config, f'the evaluation of {where}', [batch_shapes(batch)], eval_batch=True):
+      acc.add(parts.runner.evaluate(state, parts.runner.shard_batch(batch), batch))
   sums = acc.result()
   if not sums:
     raise ValueError(f'split {split.name!r} produced no batches')

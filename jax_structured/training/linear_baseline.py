@@ -4,7 +4,7 @@
 loader tokenised, `data.Split.words`: rare words intact, not the vocabulary ids) and reports like a
 training run (`train_and_evaluate`'s results): dev and test accuracy and loss (mean NLL), the number of
 parameters, blank training steps/s and the measured inference examples/s; the encoder comparison
-(`trainer.train_variants`, and single runs with `config.train.linear_baseline`) puts it in
+(`comparison.train_variants`, and single runs with `config.train.linear_baseline`) puts it in
 comparison.md / comparison.json as the row `linear_baseline`.
 
 Features: TF-IDF (sublinear tf) of word 1-2-grams, or of word 1-2-grams and character 2-5-grams

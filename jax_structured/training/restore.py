@@ -62,8 +62,8 @@ class _SavedData:
     self.splits = {}
 
 
-def _restore_setup(workdir: str, *, mode: str | None = 'none'):
-  """(config, files, saved data, setup) of `workdir`; the state laid out for `mode` (None: the
+def _assemble_saved_run(workdir: str, *, mode: str | None = 'none'):
+  """(config, files, saved data, parts) of `workdir`; the state laid out for `mode` (None: the
   run's own `config.parallel`)."""
   metrics_lib.quiet_library_logs()  # every launcher reading a workdir: no Orbax / TFDS restore chatter
   config = ckpt_lib.read_config(workdir)
@@ -71,9 +71,9 @@ def _restore_setup(workdir: str, *, mode: str | None = 'none'):
   run_info = files['run_info']
   saved = _SavedData(files, run_info)
   # The optimizer state's structure does not depend on the number of steps: 1 is enough.
-  setup = assembly.setup(config, saved, sample=assembly.spec_to_abstract(run_info['batch_spec']),
+  parts = assembly.assemble(config, saved, sample=assembly.spec_to_abstract(run_info['batch_spec']),
                  mode=mode or config.parallel, total_steps=1)
-  return config, files, saved, setup
+  return config, files, saved, parts
 
 
 def load_trained(workdir: str, checkpoint: str | int = 'best') -> Trained:
@@ -92,12 +92,12 @@ def load_trained(workdir: str, checkpoint: str | int = 'best') -> Trained:
     FileNotFoundError naming the workdir when it has no config or no checkpoint;
     CheckpointError naming the path of a damaged checkpoint.
   """
-  config, files, _, setup = _restore_setup(workdir)
-  step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
+  config, files, _, parts = _assemble_saved_run(workdir)
+  step, state = _restore_checkpoint(workdir, files['run_info'], parts.state, checkpoint)
   state = parallel.to_host(state)
   variables = {'params': state.params, **state.model_state}
-  return Trained(config=config, model=setup.model, variables=variables, vocab=files['vocab'],
-                 label_names=files['label_names'], extras=files['extras'], step=step, task=setup.task,
+  return Trained(config=config, model=parts.model, variables=variables, vocab=files['vocab'],
+                 label_names=files['label_names'], extras=files['extras'], step=step, task=parts.task,
                  kind=files['run_info']['kind'])
 
 
@@ -158,12 +158,12 @@ def evaluate(workdir: str, split: str = 'test', *, checkpoint: str | int = 'best
     `result` holds it; nothing half-written is left under the final name).
   """
   ckpt_lib.check_workdir(workdir)  # missing, or a file
-  config, files, _, setup = _restore_setup(workdir, mode=None)
-  step, state = _restore_checkpoint(workdir, files['run_info'], setup.state, checkpoint)
+  config, files, _, parts = _assemble_saved_run(workdir, mode=None)
+  step, state = _restore_checkpoint(workdir, files['run_info'], parts.state, checkpoint)
   data_split = load_split(config, files['vocab'], split)
   batch_size = config.train.eval_batch_size or int(config.data.batch_size)
   result = {'split': split, 'step': step, 'checkpoint': str(checkpoint),
-            **assembly.evaluate_split(setup, setup.runner.place(state), data_split, batch_size)}
+            **assembly.evaluate_split(parts, parts.runner.place(state), data_split, batch_size)}
   path = os.path.join(workdir, f'eval_{split}.json')
   try:
     metrics_lib.write_json(path, result)  # a temporary file renamed when complete

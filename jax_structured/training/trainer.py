@@ -4,11 +4,11 @@
 evaluates on the dev split every `train.eval_every_steps` steps (or every epoch), keeps the latest and
 the best checkpoint, stops early on the dev metric, finally evaluates the best checkpoint on the
 validation and test splits and writes `<workdir>/metrics.json`. With `config.variants` it trains every
-variant into `<workdir>/<name>` and writes a side-by-side comparison (comparison.md / .json, beside the
-linear baseline's row for sentence and pair tasks); so does a single run with
-`config.train.linear_baseline` (its row and the baseline's).
+variant into `<workdir>/<name>` and writes a side-by-side comparison (`comparison`: comparison.md /
+.json, beside the linear baseline's row for sentence and pair tasks); so does a single run with
+`config.train.linear_baseline` (its row and the baseline's). Multi-host start-up: `distributed`.
 
-`_train` reads top to bottom: `_prepare` (data, model, optimiser, steps), `_TrainLoop` (restore, then
+`_train` reads top to bottom: `_plan_run` (data, model, optimiser, steps), `_TrainLoop` (restore, then
 `train`: `_step`, `_log_train`, `_evaluate`, `_save`, progress), `_final_evaluation`, the trees drawn
 by the caller's `induce_trees` (the analysis layer, above this one) and metrics.json. Running out of
 device memory is a `DeviceMemoryError` naming the batch shapes and the config keys that bound them.
@@ -30,52 +30,25 @@ import numpy as np
 
 from jax_structured import errors
 from jax_structured.training import checkpoints as ckpt_lib
+from jax_structured.training import comparison
 from jax_structured import config as config_lib
 from jax_structured.training import metrics as metrics_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
+from jax_structured.training import distributed
 from jax_structured.training import interrupts
 from jax_structured.training import workdir_lock
+from jax_structured.training.assembly import EVAL_SPLITS
 from jax_structured.training.assembly import DeviceMemoryError  # noqa: F401  (re-exported)
-from jax_structured.training.assembly import Setup as _Setup
+from jax_structured.training.assembly import Assembled
 from jax_structured.training.assembly import build_model  # noqa: F401  (re-exported)
 from jax_structured.training.assembly import check_batch
 from jax_structured.training.assembly import evaluate_split
 from jax_structured.training.assembly import evaluate_sums as _evaluate_sums
 from jax_structured.training.assembly import out_of_memory_names as _out_of_memory_names
 from jax_structured.training.assembly import batch_shapes as _shapes
-from jax_structured.training.assembly import setup as _setup
-
-EVAL_SPLITS = ('validation', 'test')
-
-# --- distributed ------------------------------------------------------------------------------------
-
-def maybe_initialize_distributed(config: config_lib.ResolvedConfig | None = None, *,
-                                 coordinator_address: str | None = None, num_processes: int | None = None,
-                                 process_id: int | None = None) -> bool:
-  """Calls `jax.distributed.initialize` when asked (once, before any computation).
-
-  Asked by any explicit argument, by `config.distributed` (of a resolved config), or by the environment
-  variable `JAX_COORDINATOR_ADDRESS` (JAX reads `JAX_NUM_PROCESSES` / `JAX_PROCESS_ID` itself, and detects
-  SLURM / Cloud TPU / MPI clusters when the arguments are None).
-
-  Returns:
-    True when JAX runs distributed (already or now).
-  """
-  if jax.distributed.is_initialized():
-    return True
-  asked = (coordinator_address or num_processes is not None or process_id is not None
-           or (config is not None and config.distributed)
-           or os.environ.get('JAX_COORDINATOR_ADDRESS'))
-  if not asked:
-    return False
-  jax.distributed.initialize(coordinator_address=coordinator_address, num_processes=num_processes,
-                             process_id=process_id)
-  logging.info('distributed: process %d of %d, %d global devices', jax.process_index(),
-               jax.process_count(), jax.device_count())
-  return True
-
+from jax_structured.training.assembly import assemble
 
 # --- data helpers -----------------------------------------------------------------------------------
 
@@ -152,12 +125,19 @@ def train_and_evaluate(config: config_lib.ResolvedConfig | ml_collections.Config
   """
   metrics_lib.quiet_library_logs()
   config = config_lib.resolve(config)
-  maybe_initialize_distributed(config)
+  distributed.maybe_initialize_distributed(config)
   with workdir_lock.hold(workdir) if jax.process_index() == 0 else contextlib.nullcontext():
+    runs = config_lib.variants(config) if config.variants else {'': config}
+    for run_config in runs.values():
+      _check_render_trees(run_config, induce_trees)  # before any run trains
+    train_one = lambda c, w: _train(c, w, hooks=hooks, induce_trees=induce_trees)  # noqa: E731
     try:
       if config.variants:
-        return train_variants(config, workdir, hooks=hooks, induce_trees=induce_trees)
-      return _train_single(config, workdir, hooks=hooks, induce_trees=induce_trees)
+        return comparison.train_variants(config, workdir, train_one)
+      results = train_one(config, workdir)
+      if config.train.linear_baseline:
+        comparison.write_run_and_baseline(config, workdir, results)
+      return results
     except (OSError, ValueError) as e:  # a disk that filled up (or went read-only) mid-run
       disk = errors.disk_error(e, workdir)  # names the workdir where the error names no file
       if disk is None:
@@ -168,15 +148,14 @@ def train_and_evaluate(config: config_lib.ResolvedConfig | ml_collections.Config
 def _train(config: config_lib.ResolvedConfig, workdir: str, *, hooks=(), induce_trees=None
            ) -> dict[str, Any]:
   """One run: prepare, restore or start, train with periodic evaluation, final evaluation, files."""
-  _check_render_trees(config, induce_trees)
-  run = _prepare(config, workdir)
-  with ckpt_lib.Checkpoints(workdir, dev_metric=run.setup.task.dev_metric,
-                             higher_is_better=run.setup.task.higher_is_better) as ckpts:
+  run = _plan_run(config, workdir)
+  with ckpt_lib.Checkpoints(workdir, dev_metric=run.parts.task.dev_metric,
+                             higher_is_better=run.parts.task.higher_is_better) as ckpts:
     loop = _TrainLoop(run, ckpts, workdir)  # restores the latest checkpoint, if any
     try:
       _write_run_files(run, workdir)
       loop.train(hooks)
-      results = _final_evaluation(run.setup, ckpts, run.task_data, run.eval_batch_size)
+      results = _final_evaluation(run.parts, ckpts, run.task_data, run.eval_batch_size)
       results.update(loop.summary(previous=_read_metrics(workdir)))
       loop.write_final(results)
     finally:  # an error mid-run still flushes its events and ends the writer's thread
@@ -197,11 +176,12 @@ def _check_render_trees(config: config_lib.ResolvedConfig, induce_trees) -> None
 
 
 @dataclasses.dataclass
-class _Run:
-  """What one training run reads: the config, the data, the model setup and sizes."""
+class _RunPlan:
+  """What one training run reads, planned before it starts: the config, the data, the assembled model
+  (`assembly.Assembled`) and the batch and step counts."""
   config: config_lib.ResolvedConfig
   task_data: Any
-  setup: _Setup
+  parts: Assembled
   sample: dict
   batch_size: int
   eval_batch_size: int
@@ -210,7 +190,7 @@ class _Run:
   task_name: str
 
 
-def _prepare(config: config_lib.ResolvedConfig, workdir: str) -> _Run:
+def _plan_run(config: config_lib.ResolvedConfig, workdir: str) -> _RunPlan:
   """Checks the config against the workdir, loads the data, builds the model, optimiser and steps."""
   from jax_structured import data  # pylint: disable=g-import-not-at-top
   from jax_structured.training import embedding_sizes  # pylint: disable=g-import-not-at-top
@@ -233,14 +213,14 @@ def _prepare(config: config_lib.ResolvedConfig, workdir: str) -> _Run:
     raise ValueError(f'the train split of {config.data.name!r} is empty')
   total_steps = config.train.num_steps or config.train.num_epochs * steps_per_epoch
   sample = _model_init_sample(train_split, batch_size)
-  setup = _setup(config, task_data, sample=sample, mode=mode, total_steps=total_steps)
-  return _Run(config, task_data, setup, sample, batch_size, config.train.eval_batch_size or batch_size,
+  parts = assemble(config, task_data, sample=sample, mode=mode, total_steps=total_steps)
+  return _RunPlan(config, task_data, parts, sample, batch_size, config.train.eval_batch_size or batch_size,
               steps_per_epoch, total_steps, config.task or task_data.kind)
 
 
-def _write_run_files(run: _Run, workdir: str) -> None:
+def _write_run_files(run: _RunPlan, workdir: str) -> None:
   """config.json / config.py, vocabulary, labels, extras and run.json (what restoring needs)."""
-  task, task_data = run.setup.task, run.task_data
+  task, task_data = run.parts.task, run.task_data
   ckpt_lib.write_config(workdir, run.config)
   ckpt_lib.write_run_files(
       workdir, vocab=task_data.vocab, label_names=task_data.label_names, extras=task_data.extras,
@@ -263,13 +243,13 @@ class _TrainLoop:
   `train.eval_every_steps` or epoch, saves every `train.checkpoint_every_steps`, and reports progress.
   """
 
-  def __init__(self, run: _Run, ckpts, workdir: str):
+  def __init__(self, run: _RunPlan, ckpts, workdir: str):
     self.run, self.ckpts, self.workdir = run, ckpts, workdir
-    setup, opt_cfg = run.setup, run.config.optimizer
-    self.task, self.runner = setup.task, setup.runner
+    parts, opt_cfg = run.parts, run.config.optimizer
+    self.task, self.runner = parts.task, parts.runner
     self.plateau = optimizers.Plateau(opt_cfg.plateau_factor, opt_cfg.plateau_patience,
                                       opt_cfg.plateau_threshold, self.task.higher_is_better)
-    self.loop, state = LoopState(), setup.state
+    self.loop, state = LoopState(), parts.state
     # The newest checkpoint that restores (damaged newer ones are moved aside, with a warning).
     restored = ckpts.restore_latest(_abstract_like(state, self.runner.replicated))
     self.last_saved = None
@@ -457,7 +437,7 @@ class _TrainLoop:
              'finite states. ' if self.last_saved is not None else 'Nothing was saved. ')
           + 'Lower optimizer.learning_rate, set optimizer.clip_norm, or check the data of those '
           'steps (a changed config trains into a fresh --workdir).')
-    scalars['train/learning_rate'] = float(self.run.setup.schedule(self.step - 1)) * self.plateau.scale
+    scalars['train/learning_rate'] = float(self.run.parts.schedule(self.step - 1)) * self.plateau.scale
     self.writer.write_scalars(self.step, scalars)
     self.progress.loss = summary.get('loss')
     self.logged_step = self.step
@@ -476,7 +456,7 @@ class _TrainLoop:
     """Evaluates on dev, updates best / plateau / early stopping, saves; True to stop."""
     task, loop, metric = self.task, self.loop, self.task.dev_metric
     with self.progress.timed('eval'):
-      dev = evaluate_split(self.run.setup, self.state, self.run.task_data.splits['validation'],
+      dev = evaluate_split(self.run.parts, self.state, self.run.task_data.splits['validation'],
                            self.run.eval_batch_size)
     value = dev[metric]
     if task.is_better(value, loop.best):
@@ -538,21 +518,21 @@ def _read_metrics(workdir: str) -> dict[str, Any] | None:
     return None
 
 
-def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int) -> dict:
+def _final_evaluation(parts: Assembled, ckpts, task_data, batch_size: int) -> dict:
   """Restores the best checkpoint and evaluates it on the validation and test splits.
 
   A split the data does not have gets no metrics: `results['absent_splits'][split]` says so
   ('none (the data has no test split)'), and so does the console line of the final evaluation.
   """
   best = ckpts.resolve('best')
-  state, _ = ckpts.restore(best, _abstract_like(setup.state, setup.runner.replicated))
-  placed = setup.runner.place(state)
+  state, _ = ckpts.restore(best, _abstract_like(parts.state, parts.runner.replicated))
+  placed = parts.runner.place(state)
   results: dict[str, Any] = {'best_step': best,
                              'num_parameters': int(sum(np.size(x) for x in jax.tree.leaves(state.params)))}
   shown = []
   for split in EVAL_SPLITS:
     if split in task_data.splits:
-      results[split] = evaluate_split(setup, placed, task_data.splits[split], batch_size)
+      results[split] = evaluate_split(parts, placed, task_data.splits[split], batch_size)
       shown.append(f'{split} ' + ', '.join(f'{k} {v:.4f}' for k, v in results[split].items()))
     else:
       name = 'dev' if split == 'validation' else split
@@ -561,7 +541,7 @@ def _final_evaluation(setup: _Setup, ckpts, task_data, batch_size: int) -> dict:
   metrics_lib.console(f'final evaluation (best step {best}): ' + '; '.join(shown))
   if 'test' in task_data.splits:  # inference speed: a second, compiled pass over test, timed
     start = time.perf_counter()
-    sums = _evaluate_sums(setup, placed, task_data.splits['test'], batch_size)
+    sums = _evaluate_sums(parts, placed, task_data.splits['test'], batch_size)
     seconds = time.perf_counter() - start
     examples = float(sums.get('accuracy', sums['loss'])[1])
     results['inference_examples_per_second'] = examples / seconds if seconds > 0 else None
@@ -575,123 +555,3 @@ def _render_trees(induce_trees: Callable[..., dict], workdir: str, num_pictures:
   except ValueError as e:  # e.g. a variant without attention scores: nothing to decode (expected)
     logging.info('config.train.render_trees: no trees induced for %s: %s', workdir, e)
     return {'skipped': str(e)}
-
-
-# --- variants ---------------------------------------------------------------------------------------
-
-def train_variants(config: config_lib.ResolvedConfig | ml_collections.ConfigDict, workdir: str, *,
-                   hooks: Iterable[Callable[[int], None]] = (),
-                   induce_trees: Callable[..., dict] | None = None) -> dict[str, Any]:
-  """Trains every `config.variants` entry into `<workdir>/<name>`; writes comparison.json / .md, with
-  the row of the linear baseline (`training.linear_baseline`) for sentence and pair classification.
-
-  Each variant is one resolved config (`jax_structured.config.variants`): `config` with its overrides
-  applied and no variants of its own. Overrides are nested (`{'model': {'attention': 'none'}}`,
-  overridable from the command line as `--config.variants.none.model.attention=...`) or dotted keys
-  (`{'model.attention': 'none'}`, which needs `ml_collections.ConfigDict(..., allow_dotted_keys=True)`).
-
-  Returns:
-    {name: results of train_and_evaluate}.
-  """
-  config = config_lib.resolve(config)
-  configs = config_lib.variants(config)
-  for child in configs.values():
-    _check_render_trees(child, induce_trees)  # before any variant trains
-  os.makedirs(workdir, exist_ok=True)
-  results = {}
-  for name, child in configs.items():
-    logging.info('variant %s: %s', name, config.variants[name].to_dict())
-    results[name] = _train(child, os.path.join(workdir, name), hooks=hooks, induce_trees=induce_trees)
-  _write_comparison(config, workdir, results, {name: v.to_dict() for name, v in config.variants.items()})
-  return results
-
-
-def _train_single(config: config_lib.ResolvedConfig, workdir: str, *, hooks=(), induce_trees=None
-                  ) -> dict[str, Any]:
-  """`_train`; with `config.train.linear_baseline`, also comparison.json / .md: the run's row (named
-  by its encoder, else its model) and the linear baseline's."""
-  results = _train(config, workdir, hooks=hooks, induce_trees=induce_trees)
-  if config.train.linear_baseline:
-    model = config.model or {}
-    encoder = model.get('encoder')
-    name = (encoder.get('name') if hasattr(encoder, 'get') else None) or model.get('name')
-    _write_comparison(config, workdir, {name or 'run': results}, {})
-  return results
-
-
-def _write_comparison(config: config_lib.ResolvedConfig, workdir: str,
-                      results: Mapping[str, Mapping[str, Any]], overrides: Mapping[str, Any]) -> None:
-  """comparison.json and comparison.md (process 0) of `results` {row: a run's results}, with the linear
-  baseline's row (`_linear_baseline`) when it applies; the table also goes to the console."""
-  from jax_structured.training import linear_baseline  # pylint: disable=g-import-not-at-top
-  rows, notes = dict(results), []
-  baseline = _linear_baseline(config)
-  if baseline is not None:
-    rows[linear_baseline.NAME] = baseline
-    notes.append(linear_baseline.describe(baseline))
-  comparison = comparison_table(rows, metrics=config.train.comparison_metrics)
-  costs = [key for key, _, _ in COST_COLUMNS]
-  metrics_lib.write_json(os.path.join(workdir, 'comparison.json'), {
-      name: {split: r.get(split) for split in EVAL_SPLITS}
-      | {key: r.get(key) for key in ('best_step', 'dev_metric', *costs)}
-      | ({'overrides': overrides.get(name, {})} if name in results else {})
-      | ({'linear_baseline': r['linear_baseline']} if 'linear_baseline' in r else {})
-      for name, r in rows.items()})
-  text = comparison + ''.join(f'\n{note}\n' for note in notes)
-  if jax.process_index() == 0:
-    with open(os.path.join(workdir, 'comparison.md'), 'w', encoding='utf-8') as f:
-      f.write(text)
-  metrics_lib.console(text)
-
-
-def _linear_baseline(config: config_lib.ResolvedConfig) -> dict[str, Any] | None:
-  """The results of `training.linear_baseline` on `config.data` (sentence and pair classification),
-  or None (the console says why)."""
-  from jax_structured import data  # pylint: disable=g-import-not-at-top
-  from jax_structured.training import linear_baseline  # pylint: disable=g-import-not-at-top
-  if config.task not in ('', *linear_baseline.KINDS):
-    metrics_lib.console(f'{linear_baseline.NAME}: not fitted: task {config.task!r} is not sentence or pair '
-                        'classification')
-    return None
-  data_config = ml_collections.ConfigDict(config.data.to_dict())
-  if 'embeddings' in data_config:  # its features are words: no vectors to read
-    data_config.embeddings = ''
-  task_data = data.load(data_config)
-  reason = linear_baseline.applies(task_data)
-  if reason:
-    metrics_lib.console(f'{linear_baseline.NAME}: not fitted: {reason}')
-    return None
-  try:
-    return linear_baseline.fit(task_data, seed=config.seed)
-  except (ValueError, MemoryError) as e:  # the encoders' rows are written all the same
-    metrics_lib.console(f'{linear_baseline.NAME}: not fitted: {type(e).__name__}: {e}')
-    return None
-
-
-COST_COLUMNS = (('num_parameters', 'parameters', '{:,}'), ('steps_per_second', 'train steps/s', '{:.2f}'),
-                ('inference_examples_per_second', 'inference examples/s', '{:.1f}'))
-
-
-def comparison_table(results: Mapping[str, Mapping[str, Any]], metrics: Sequence[str] = ()) -> str:
-  """A Markdown table: one row per variant, one column per (split, metric); only the `metrics` named
-  (in that order, each split) when given, else every metric any variant reports."""
-  columns = []
-  for split in EVAL_SPLITS:
-    for r in results.values():
-      for metric in (metrics or (r.get(split) or {})):
-        if (split, metric) not in columns and (not metrics or any(
-            metric in (other.get(split) or {}) for other in results.values())):
-          columns.append((split, metric))
-  # Cost columns (when the runs report them): parameters, training steps/s (compilation excluded),
-  # inference examples/s (a compiled pass over test).
-  costs = [(key, title, fmt) for key, title, fmt in COST_COLUMNS
-           if any(r.get(key) is not None for r in results.values())]
-  head = ('| variant | ' + ' | '.join([f'{s} {m}' for s, m in columns] + [t for _, t, _ in costs])
-          + ' |')
-  rule = '|---|' + '---:|' * (len(columns) + len(costs))
-  rows = []
-  for name, r in results.items():
-    cells = [f'{r[s][m]:.4f}' if r.get(s) and m in r[s] else '' for s, m in columns]
-    cells += [fmt.format(r[key]) if r.get(key) is not None else '' for key, _, fmt in costs]
-    rows.append(f'| {name} | ' + ' | '.join(cells) + ' |')
-  return '\n'.join([head, rule] + rows) + '\n'

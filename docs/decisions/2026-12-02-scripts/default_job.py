@@ -15,5 +15,5 @@ def with_variant(config, variant):
 
 
 def prepared_run(variant):
-  """`trainer._prepare` of the default job's `variant` in a fresh temporary workdir."""
-  return trainer._prepare(with_variant(default.get_config(), variant), tempfile.mkdtemp())
+  """`trainer._plan_run` of the default job's `variant` in a fresh temporary workdir."""
+  return trainer._plan_run(with_variant(default.get_config(), variant), tempfile.mkdtemp())

@@ -6,7 +6,7 @@ import jax, numpy as np
 from default_job import prepared_run
 variant = sys.argv[1]; rounds = int(sys.argv[2])
 run = prepared_run(variant)
-runner, state = run.setup.runner, run.setup.runner.place(run.setup.state)
+runner, state = run.parts.runner, run.parts.runner.place(run.parts.state)
 rng = runner.put_rng(jax.random.PRNGKey(0))
 batches = [runner.shard_batch(b) for b in run.task_data.splits['train'].batches(run.batch_size, shuffle=True, seed=0, epoch=0)]
 step = (lambda s, b: runner.start_train(s, b, rng)[0]) if hasattr(runner, 'start_train') else (lambda s, b: runner.train(s, b, rng)[0])

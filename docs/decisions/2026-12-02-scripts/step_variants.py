@@ -6,8 +6,8 @@ from default_job import prepared_run
 from jax_structured.training import steps, parallel
 variant = sys.argv[1]; rounds = int(sys.argv[2])
 run = prepared_run(variant)
-setup = run.setup
-host_state = jax.device_get(setup.state)
+parts = run.parts
+host_state = jax.device_get(parts.state)
 orig = steps.train_step
 def no_grads(*a, **k):
   s, m, p = orig(*a, **k)
@@ -33,10 +33,10 @@ def base_like(state, batch, rng, blocked=None, *, apply_fn, task, tx, embed_mask
   return new_state, metrics, {'num_flagged': z, 'stalled': z > 0}
 runners = {}
 for name, fn in (('as is', orig), ('no grads out', no_grads), ('no pending out', no_pending), ('base-like', base_like)):
-  kw = parallel.model_steps(setup.model.apply, setup.task, setup.tx,
-                            jax.tree.map(lambda _: False, setup.state.params))
+  kw = parallel.model_steps(parts.model.apply, parts.task, parts.tx,
+                            jax.tree.map(lambda _: False, parts.state.params))
   kw['train_step'] = functools.partial(fn, **kw['train_step'].keywords)
-  runners[name] = parallel.Runner(setup.runner.mode, **kw)
+  runners[name] = parallel.Runner(parts.runner.mode, **kw)
 batches0 = list(run.task_data.splits['train'].batches(run.batch_size, shuffle=True, seed=0, epoch=0))
 res = {}
 for name, r in runners.items():

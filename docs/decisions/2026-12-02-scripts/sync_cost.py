@@ -12,7 +12,7 @@ import jax, numpy as np
 from default_job import prepared_run
 VARIANT = sys.argv[2] if len(sys.argv) > 2 else 'structured'
 run = prepared_run(VARIANT)
-runner, state = run.setup.runner, run.setup.runner.place(run.setup.state)
+runner, state = run.parts.runner, run.parts.runner.place(run.parts.state)
 rng = runner.put_rng(jax.random.PRNGKey(0))
 batches = [runner.shard_batch(b) for b in run.task_data.splits['train'].batches(run.batch_size, shuffle=True, seed=0, epoch=0)]
 shapes = {tuple(np.shape(v)) for b in batches for v in b.values()}

@@ -77,12 +77,12 @@ def configs(tmp):
 def eval_pass(workdir):
   """A function running the eval step of the best checkpoint over the test split (as the trainer's
   final evaluation and launch.evaluate do)."""
-  config, files, _, setup = restore._restore_setup(workdir, mode=None)  # pylint: disable=protected-access
-  _, state = restore._restore_checkpoint(workdir, files['run_info'], setup.state, 'best')  # pylint: disable=protected-access
+  config, files, _, parts = restore._assemble_saved_run(workdir, mode=None)  # pylint: disable=protected-access
+  _, state = restore._restore_checkpoint(workdir, files['run_info'], parts.state, 'best')  # pylint: disable=protected-access
   split = restore.load_split(config, files['vocab'], 'test')
-  placed = setup.runner.place(state)
+  placed = parts.runner.place(state)
   batch_size = config.train.eval_batch_size or int(config.data.batch_size)
-  return lambda: assembly.evaluate_split(setup, placed, split, batch_size)
+  return lambda: assembly.evaluate_split(parts, placed, split, batch_size)
 
 
 def main():
