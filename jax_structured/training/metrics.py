@@ -15,7 +15,6 @@ import importlib.util
 import json
 import logging as std_logging
 import os
-import socket
 import struct
 import sys
 import time
@@ -27,101 +26,12 @@ import jax
 import numpy as np
 
 _SHIM = 'clu.metric_writers.summary_writer'
-HPARAMS_TAG = 'hparams'  # the config, as JSON text at step 0 (`write_hparams`)
 
 
-def _tensorboardx_writer_class():
-  from clu.metric_writers import interface  # pylint: disable=g-import-not-at-top
-
-  class SummaryWriter(interface.MetricWriter):
-    """A clu MetricWriter writing TensorBoard event files with tensorboardX (no TensorFlow).
-
-    Every write reaches the file before the call returns (no queue, no writer thread), so a killed
-    run keeps every event it wrote. `purge_step`: a resumed run's first step; a SessionLog START
-    event at that step makes TensorBoard drop the events of earlier files from that step on (what the
-    killed session logged after its last checkpoint), so each step is read once.
-    """
-
-    def __init__(self, logdir: str, *, purge_step: int | None = None):
-      super().__init__()
-      try:
-        from tensorboardX import record_writer  # pylint: disable=g-import-not-at-top
-        from tensorboardX import summary  # pylint: disable=g-import-not-at-top
-        from tensorboardX.proto import event_pb2  # pylint: disable=g-import-not-at-top
-      except ImportError as e:
-        raise ImportError('TensorBoard event files without TensorFlow need tensorboardX: '
-                          'pip install "tensorboardX>=2.6"') from e
-      os.makedirs(logdir, exist_ok=True)
-      self._summary, self._event_pb2, self._crc = summary, event_pb2, record_writer.masked_crc32c
-      # The process id in the name: two sessions started in the same second get two files.
-      name = f'events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}'
-      self._file = open(os.path.join(logdir, name), 'wb')  # pylint: disable=consider-using-with
-      self._write(0, file_version='brain.Event:2')
-      if purge_step is not None:
-        self._write(purge_step, session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
-
-    def _write(self, step: int, *summaries, **fields) -> None:
-      """One TFRecord-framed event per summary (or one of `fields`) at `step`, then handed to the OS
-      (a killed process keeps it; `flush` also syncs the file to the disk)."""
-      for proto in summaries or (None,):
-        event = self._event_pb2.Event(wall_time=time.time(), step=int(step), **fields)
-        if proto is not None:
-          event.summary.CopyFrom(proto)
-        data = event.SerializeToString()
-        header = struct.pack('<Q', len(data))
-        self._file.write(header + struct.pack('<I', self._crc(header)) + data
-                         + struct.pack('<I', self._crc(data)))
-      self._file.flush()
-
-    def write_summaries(self, step, values, metadata=None):
-      del metadata
-      self.write_histograms(step, {k: v for k, v in values.items() if np.ndim(v)})
-      self.write_scalars(step, {k: v for k, v in values.items() if not np.ndim(v)})
-
-    def write_scalars(self, step, scalars):
-      if scalars:
-        self._write(step, *(self._summary.scalar(k, float(np.asarray(v))) for k, v in scalars.items()))
-
-    def write_images(self, step, images):
-      protos = []
-      for key, value in images.items():
-        value = np.asarray(value)
-        protos.append(self._summary.image(key, value[None] if value.ndim == 3 else value,
-                                          dataformats='NHWC'))
-      if protos:
-        self._write(step, *protos)
-
-    def write_videos(self, step, videos):
-      logging.log_first_n(logging.WARNING, 'SummaryWriter does not support writing videos.', 1)
-
-    def write_audios(self, step, audios, *, sample_rate):
-      if audios:
-        self._write(step, *(self._summary.audio(k, np.asarray(v)[0], sample_rate=sample_rate)
-                            for k, v in audios.items()))
-
-    def write_texts(self, step, texts):
-      if texts:
-        self._write(step, *(self._summary.text(k, v) for k, v in texts.items()))
-
-    def write_histograms(self, step, arrays, num_buckets=None):
-      if arrays:
-        bins = lambda k: num_buckets.get(k, 'tensorflow') if num_buckets else 'tensorflow'  # noqa: E731
-        self._write(step, *(self._summary.histogram(k, np.asarray(v), bins(k))
-                            for k, v in arrays.items()))
-
-    def write_hparams(self, hparams):
-      self.write_texts(0, {HPARAMS_TAG: json.dumps(dict(hparams), sort_keys=True, default=str)})
-
-    def flush(self):
-      self._file.flush()
-      os.fsync(self._file.fileno())
-
-    def close(self):
-      if not self._file.closed:
-        self.flush()
-        self._file.close()
-
-  return SummaryWriter
+def _event_writer_class():
+  """`event_writer.SummaryWriter`, imported on first use: its module imports `clu.metric_writers`
+  (`interface`), which must find the shim `install_clu_writer` puts in place first."""
+  return importlib.import_module('jax_structured.training.event_writer').SummaryWriter
 
 
 def install_clu_writer() -> None:
@@ -137,7 +47,7 @@ def install_clu_writer() -> None:
     if name != 'SummaryWriter':
       raise AttributeError(name)
     if name not in cache:
-      cache[name] = _tensorboardx_writer_class()
+      cache[name] = _event_writer_class()
     return cache[name]
 
   module.__getattr__ = __getattr__
@@ -147,6 +57,9 @@ def install_clu_writer() -> None:
 install_clu_writer()
 from clu import metric_writers  # pylint: disable=g-import-not-at-top,wrong-import-position
 from clu import periodic_actions  # pylint: disable=g-import-not-at-top,wrong-import-position
+from jax_structured.training import event_writer  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+HPARAMS_TAG = event_writer.HPARAMS_TAG  # the config, as JSON text at step 0 (`write_hparams`)
 
 
 # Libraries whose INFO logs are their own bookkeeping (Orbax writes ~60 lines per checkpoint, clu
@@ -214,7 +127,7 @@ def create_writer(workdir: str, *, start_step: int | None = None):
                     '(pip install "tensorboardX>=2.6")', workdir)
     return metric_writers.create_default_writer(None, asynchronous=False)
   return metric_writers.MultiWriter([metric_writers.LoggingWriter(),
-                                     _tensorboardx_writer_class()(
+                                     event_writer.SummaryWriter(
       workdir, purge_step=None if start_step is None else start_step + 1)])
 
 
