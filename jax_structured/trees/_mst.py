@@ -339,40 +339,16 @@ def _cycle_through(pred, start, limit):
   return on_cycle, label, jnp.all(ended)
 
 
-def _mst_nodes(weights, penalty, valid, incremental):
-  """Chu-Liu-Edmonds on B graphs of N nodes with root 0, batched explicitly.
-
-  Args:
-    weights: float [B, N, N], `weights[b, u, v]` = float part of the arc u -> v (finite).
-    penalty: int32 [B, N, N], integer penalty of each arc (see module docstring).
-    valid: bool [B, N, N], which arcs exist; every node v > 0 must have a valid arc from node 0.
-    incremental: static. True (the CPU): a round searches only the stale columns and walks its cycle
-      when it can (`_refresh_columns`, `_cycle_through`), each choice a `lax.cond` / `lax.while_loop`.
-      False (GPUs, TPUs): a round is a straight line of kernels, all columns searched and fixed-step
-      doubling, because there every conditional and loop predicate is a device-to-host copy and a
-      wait (measured on an H200: the incremental rounds made `mst` 5-6x SLOWER, 2.2 -> 11.8 ms at
-      512 x 32), while the [B, N, N] passes they save are cheap on a parallel device.
-
-  Returns:
-    int32 [B, N] head node of every node (entry 0 is meaningless).
-  """
-  batch, n_nodes = weights.shape[0], weights.shape[-1]
-  n_ids = 2 * n_nodes
-  ids = jnp.arange(n_ids, dtype=jnp.int32)
+def _initial_state(keys_by_column, batch, n_nodes, dtype):
+  """The rounds' carry before the first round: every node its own supernode, nothing re-weighted."""
   nodes = jnp.arange(n_nodes, dtype=jnp.int32)
-  jumps = _log2_ceil(n_ids)
-  keys, levels = _column_keys(weights, penalty, valid)
-  keys_by_column = jnp.swapaxes(keys, -1, -2)
-  root_weights = weights[:, 0, :]
-  chunk = max(8, -(-n_nodes // 8))                      # columns per refresh of the stale ones
-  walk_limit = 16                                        # steps of `_cycle_through` before doubling
-
+  n_ids = 2 * n_nodes
   state = dict(
       it=jnp.int32(0),
       done=jnp.bool_(False),
       rep=jnp.broadcast_to(nodes, (batch, n_nodes)),        # supernode id of every original node
       key_offset=jnp.zeros((batch, n_nodes), jnp.int32),     # re-weighting of the arcs into each
-      score_offset=jnp.zeros((batch, n_nodes), weights.dtype),  # original node (integer, float part)
+      score_offset=jnp.zeros((batch, n_nodes), dtype),       # original node (integer, float part)
       best_src=jnp.zeros((batch, n_ids), jnp.int32),         # best incoming arc (u, v) of each id,
       best_dst=jnp.zeros((batch, n_ids), jnp.int32),         #   as original nodes, at its last use
       parent=jnp.full((batch, n_ids), -1, jnp.int32),        # id of the cycle node that swallowed it
@@ -381,78 +357,111 @@ def _mst_nodes(weights, penalty, valid, incremental):
   )
   # Best arc into every original node from outside its supernode (kept up to date by the rounds).
   state['col_best'], state['col_src'] = _best_incoming(keys_by_column, state['rep'])
+  return state
 
-  def cond(st):
-    return (~st['done']) & (st['it'] <= n_nodes)
 
-  def body(st):
-    rep, best, col_src = st['rep'], st['col_best'], st['col_src']
-    # The chosen arc's (penalty, weight) follow from its key (see `_column_keys`): no lookup.
-    free = best > levels[:, 0]
-    is_root = best == levels[:, 0]
-    neg_penalty = jnp.where(free, 0, jnp.where(is_root, -1, jnp.where(best == levels[:, 1], -n_nodes,
-                                                                    -n_nodes - 1)))
-    col_key = jnp.where(best > -jnp.inf, neg_penalty - st['key_offset'], _INVALID)
-    col_score = jnp.where(free, best, jnp.where(is_root, root_weights, 0)) - st['score_offset']
-    # Then into every supernode (over its members).
-    sup_key, sup_score, sup_dst = _segment_best(col_key, col_score, rep, n_ids)
-    sup_src = _take(col_src, sup_dst)
-    active = (sup_key > _INVALID) & (ids != 0)
-    pred = jnp.where(active, _take(rep, sup_src), ids)       # self loop for ROOT and dead ids
-    best_src = jnp.where(active, sup_src, st['best_src'])
-    best_dst = jnp.where(active, sup_dst, st['best_dst'])
+def _greedy_arcs(st, levels, root_weights):
+  """The best arc into every supernode of the round's carry `st`, re-weighted.
 
-    # Cycles of the greedy graph; each is labelled by its smallest id and becomes one new id.
-    if incremental:
-      new_count = st['next_id'] - st['first_new']
-      start = jnp.where(new_count == 1, st['first_new'], 0)          # ROOT: a fixed point
+  Returns:
+    (sup_key, sup_score [B, 2N]: the arc's re-weighted key and score, pred [B, 2N]: the id its source
+    belongs to (a self loop for ROOT and dead ids), active [B, 2N] bool, best_src, best_dst [B, 2N]).
+  """
+  rep, best, col_src = st['rep'], st['col_best'], st['col_src']
+  n_nodes = rep.shape[-1]
+  ids = jnp.arange(2 * n_nodes, dtype=jnp.int32)
+  # The chosen arc's (penalty, weight) follow from its key (see `_column_keys`): no lookup.
+  free = best > levels[:, 0]
+  is_root = best == levels[:, 0]
+  neg_penalty = jnp.where(free, 0, jnp.where(is_root, -1, jnp.where(best == levels[:, 1], -n_nodes,
+                                                                  -n_nodes - 1)))
+  col_key = jnp.where(best > -jnp.inf, neg_penalty - st['key_offset'], _INVALID)
+  col_score = jnp.where(free, best, jnp.where(is_root, root_weights, 0)) - st['score_offset']
+  # Then into every supernode (over its members).
+  sup_key, sup_score, sup_dst = _segment_best(col_key, col_score, rep, 2 * n_nodes)
+  sup_src = _take(col_src, sup_dst)
+  active = (sup_key > _INVALID) & (ids != 0)
+  pred = jnp.where(active, _take(rep, sup_src), ids)
+  best_src = jnp.where(active, sup_src, st['best_src'])
+  best_dst = jnp.where(active, sup_dst, st['best_dst'])
+  return sup_key, sup_score, pred, active, best_src, best_dst
 
-      def by_doubling(_):
-        return _cycles(pred, active)
 
-      def by_walk(_):
-        on_cycle, label, resolved = _cycle_through(pred, start, walk_limit)
-        return lax.cond(resolved, lambda _: (on_cycle, label), by_doubling, None)
+def _greedy_cycles(st, pred, active, incremental, walk_limit=16):
+  """(on_cycle [B, 2N] bool, label [B, 2N]): the cycles of the greedy graph `pred`, each labelled by
+  its smallest id (2N off cycles). Incremental: by a walk from the previous round's one new id when
+  every sentence has at most one (`_cycle_through`, `walk_limit` steps), else by doubling that stops
+  when nothing changes; otherwise doubling with a fixed number of steps (`_mst_nodes`)."""
+  n_ids = pred.shape[-1]
+  ids = jnp.arange(n_ids, dtype=jnp.int32)
+  if incremental:
+    new_count = st['next_id'] - st['first_new']
+    start = jnp.where(new_count == 1, st['first_new'], 0)          # ROOT: a fixed point
 
-      on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk, by_doubling, None)
-    else:
-      on_cycle, label = _cycles(pred, active, steps=jumps)
-    on_cycle &= pred != ids
-    label = jnp.where(on_cycle, label, n_ids)
-    leader = on_cycle & (label == ids)
-    new_id_of_leader = st['next_id'][:, None] + _running_count(leader) - 1
-    new_id = jnp.where(on_cycle, _take(new_id_of_leader, jnp.minimum(label, n_ids - 1)), -1)
+    def by_doubling(_):
+      return _cycles(pred, active)
 
-    # Contract: re-weight arcs entering a cycle member (per column offsets), relabel. A sentence
-    # without a cycle is a fixed point of this body.
-    node_on_cycle = _take(on_cycle, rep)
-    new_rep = jnp.where(node_on_cycle, _take(new_id, rep), rep)
-    if incremental:
-      stale = (best > -jnp.inf) & (_take(new_rep, col_src) == new_rep)
-      best, col_src = _refresh_columns(keys_by_column, new_rep, best, col_src, stale, chunk)
-    else:
-      best, col_src = _best_incoming(keys_by_column, new_rep)
-    return dict(
-        it=st['it'] + 1,
-        done=~jnp.any(on_cycle),
-        rep=new_rep,
-        col_best=best,
-        col_src=col_src,
-        key_offset=st['key_offset'] + jnp.where(node_on_cycle, _take(sup_key, rep), 0),
-        score_offset=(st['score_offset'] + jnp.where(node_on_cycle, _take(sup_score, rep), 0)).astype(
-            weights.dtype),
-        best_src=best_src,
-        best_dst=best_dst,
-        parent=jnp.where(on_cycle, new_id, st['parent']),
-        next_id=st['next_id'] + jnp.sum(leader, axis=1).astype(jnp.int32),
-        first_new=st['next_id'],
-    )
+    def by_walk(_):
+      on_cycle, label, resolved = _cycle_through(pred, start, walk_limit)
+      return lax.cond(resolved, lambda _: (on_cycle, label), by_doubling, None)
 
-  st = lax.while_loop(cond, body, _inputs.vary_like(state, weights, penalty, valid))
+    on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk, by_doubling, None)
+  else:
+    on_cycle, label = _cycles(pred, active, steps=_log2_ceil(n_ids))
+  on_cycle &= pred != ids
+  return on_cycle, jnp.where(on_cycle, label, n_ids)
 
-  # Expansion, newest cycle first: the member containing the target of the cycle's chosen arc takes that
-  # arc, the other members keep their cycle arcs. Ids only grow towards the top of the contraction
-  # forest, so that member is the highest ancestor of the target below the cycle (binary lifting).
+
+def _contraction_round(st, keys_by_column, levels, root_weights, incremental):
+  """One round of Chu-Liu-Edmonds on the carry `st` (`_initial_state`): greedy arcs, their cycles,
+  each cycle contracted into a new id with its arcs re-weighted (per column offsets). A sentence
+  without a cycle is a fixed point of this round."""
+  rep = st['rep']
+  n_nodes = rep.shape[-1]
+  n_ids = 2 * n_nodes
+  ids = jnp.arange(n_ids, dtype=jnp.int32)
+  sup_key, sup_score, pred, active, best_src, best_dst = _greedy_arcs(st, levels, root_weights)
+  on_cycle, label = _greedy_cycles(st, pred, active, incremental)
+  leader = on_cycle & (label == ids)
+  new_id_of_leader = st['next_id'][:, None] + _running_count(leader) - 1
+  new_id = jnp.where(on_cycle, _take(new_id_of_leader, jnp.minimum(label, n_ids - 1)), -1)
+
+  node_on_cycle = _take(on_cycle, rep)
+  new_rep = jnp.where(node_on_cycle, _take(new_id, rep), rep)
+  best, col_src = st['col_best'], st['col_src']
+  if incremental:
+    stale = (best > -jnp.inf) & (_take(new_rep, col_src) == new_rep)
+    chunk = max(8, -(-n_nodes // 8))                      # columns per refresh of the stale ones
+    best, col_src = _refresh_columns(keys_by_column, new_rep, best, col_src, stale, chunk)
+  else:
+    best, col_src = _best_incoming(keys_by_column, new_rep)
+  return dict(
+      it=st['it'] + 1,
+      done=~jnp.any(on_cycle),
+      rep=new_rep,
+      col_best=best,
+      col_src=col_src,
+      key_offset=st['key_offset'] + jnp.where(node_on_cycle, _take(sup_key, rep), 0),
+      score_offset=(st['score_offset'] + jnp.where(node_on_cycle, _take(sup_score, rep), 0)).astype(
+          st['score_offset'].dtype),
+      best_src=best_src,
+      best_dst=best_dst,
+      parent=jnp.where(on_cycle, new_id, st['parent']),
+      next_id=st['next_id'] + jnp.sum(leader, axis=1).astype(jnp.int32),
+      first_new=st['next_id'],
+  )
+
+
+def _expand(st, n_nodes):
+  """int32 [B, N] head node of every node from the rounds' final carry `st`.
+
+  Expansion, newest cycle first: the member containing the target of the cycle's chosen arc takes that
+  arc, the other members keep their cycle arcs. Ids only grow towards the top of the contraction
+  forest, so that member is the highest ancestor of the target below the cycle (binary lifting).
+  """
+  batch, n_ids = st['parent'].shape
+  ids = jnp.arange(n_ids, dtype=jnp.int32)
+  jumps = _log2_ceil(n_ids)
   up = [jnp.where(st['parent'] >= 0, st['parent'], n_ids)]
   up[0] = jnp.concatenate([up[0], jnp.full((batch, 1), n_ids, jnp.int32)], axis=1)  # above every id
   for _ in range(jumps - 1):
@@ -471,6 +480,35 @@ def _mst_nodes(weights, penalty, valid, incremental):
 
   src, _ = lax.fori_loop(0, n_nodes, expand, (st['best_src'], st['best_dst']))
   return src[:, :n_nodes]
+
+
+def _mst_nodes(weights, penalty, valid, incremental):
+  """Chu-Liu-Edmonds on B graphs of N nodes with root 0, batched explicitly: contraction rounds
+  (`_contraction_round`) until no sentence has a cycle, then the expansion (`_expand`).
+
+  Args:
+    weights: float [B, N, N], `weights[b, u, v]` = float part of the arc u -> v (finite).
+    penalty: int32 [B, N, N], integer penalty of each arc (see module docstring).
+    valid: bool [B, N, N], which arcs exist; every node v > 0 must have a valid arc from node 0.
+    incremental: static. True (the CPU): a round searches only the stale columns and walks its cycle
+      when it can (`_refresh_columns`, `_cycle_through`), each choice a `lax.cond` / `lax.while_loop`.
+      False (GPUs, TPUs): a round is a straight line of kernels, all columns searched and fixed-step
+      doubling, because there every conditional and loop predicate is a device-to-host copy and a
+      wait, while the [B, N, N] passes they save are cheap on a parallel device.
+
+  Returns:
+    int32 [B, N] head node of every node (entry 0 is meaningless).
+  """
+  batch, n_nodes = weights.shape[0], weights.shape[-1]
+  keys, levels = _column_keys(weights, penalty, valid)
+  keys_by_column = jnp.swapaxes(keys, -1, -2)
+  root_weights = weights[:, 0, :]
+  state = _initial_state(keys_by_column, batch, n_nodes, weights.dtype)
+  cond = lambda st: (~st['done']) & (st['it'] <= n_nodes)
+  body = functools.partial(_contraction_round, keys_by_column=keys_by_column, levels=levels,
+                           root_weights=root_weights, incremental=incremental)
+  st = lax.while_loop(cond, body, _inputs.vary_like(state, weights, penalty, valid))
+  return _expand(st, n_nodes)
 
 
 @functools.partial(jax.jit, static_argnames=('single_root', 'incremental'))
