@@ -24,7 +24,12 @@ from jax.test_util import check_grads
 import brute_force
 from jax_structured import trees
 from jax_structured.trees import _hessian_product
+from jax_structured.trees import _elimination
+from jax_structured.trees import _exact_path
+from jax_structured.trees import _lu_path
 from jax_structured.trees import _matrix_tree
+from jax_structured.trees import _sampling
+from jax_structured.trees import _statistics
 
 # The library as users run it: the exact fallback on (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures('in_program_exact')
@@ -66,8 +71,8 @@ def _differentiable(marginals_fn):
   return sentence
 
 
-LINEAR_SENTENCE = _differentiable(_matrix_tree._linear_marginals)
-LOG_SPACE_SENTENCE = _differentiable(_matrix_tree._elimination_marginals)
+LINEAR_SENTENCE = _differentiable(_elimination._linear_marginals)
+LOG_SPACE_SENTENCE = _differentiable(_elimination._elimination_marginals)
 
 
 def _random_problem(rng, lengths, n, std=1.0, dtype=np.float64):
@@ -347,7 +352,7 @@ def test_exact_elimination_with_constraints(single_root):
   arc[0, 2:, :2] = -np.inf
   root[0, :2] = 0.5
   mask = np.arange(6)[None, :] < lens[:, None]
-  log_z, arc_m, root_m = jax.jit(_matrix_tree._exact_log_z_and_marginals, static_argnums=3)(
+  log_z, arc_m, root_m = jax.jit(_exact_path._exact_log_z_and_marginals, static_argnums=3)(
       arc, root, mask, single_root)
   for i, n in enumerate(lengths):
     trees_, probs = (brute_force.tree_probabilities(arc[i, :n, :n], root[i, :n], single_root)
@@ -393,10 +398,10 @@ def test_laplacian_column_abs_sums_without_a_pass_over_the_matrix(single_root):
   arc[0, 2, 4] = arc[1, :, 3] = -np.inf
   arc[2] += 80 * np.eye(9)[::-1]
   lengths = np.array([9, 9, 9, 5, 1, 0, 3])
-  a, r, _, mask = _matrix_tree._prepare(arc, root, lengths)
-  arc_p, root_p = _matrix_tree._potentials(a, r, mask, single_root)[:2]
-  lap = np.asarray(_matrix_tree._laplacian(arc_p, root_p, mask, single_root))
-  got = np.asarray(_matrix_tree._laplacian_column_abs_sums(arc_p, root_p, mask, single_root))
+  a, r, _, mask = _lu_path._prepare(arc, root, lengths)
+  arc_p, root_p = _lu_path._potentials(a, r, mask, single_root)[:2]
+  lap = np.asarray(_lu_path._laplacian(arc_p, root_p, mask, single_root))
+  got = np.asarray(_lu_path._laplacian_column_abs_sums(arc_p, root_p, mask, single_root))
   want = np.abs(lap).sum(axis=-2)
   np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
   assert np.all(got[5] == 1.0)  # an empty sentence's Laplacian is the identity
@@ -415,12 +420,12 @@ def test_zero_pivot_batch_is_flagged_at_64x64():
   lengths = np.where(np.arange(64) % 2 == 0, 64, 8).astype(np.int32)
 
   def unshifted_potentials(a, r, l):
-    mask = _matrix_tree._prepare(a, r, l)[3]
-    return (*_matrix_tree._potentials(a, r, mask, single_root=False)[:2], mask)  # row 0 not shifted
+    mask = _lu_path._prepare(a, r, l)[3]
+    return (*_lu_path._potentials(a, r, mask, single_root=False)[:2], mask)  # row 0 not shifted
 
   arc_p, root_p, mask = jax.jit(unshifted_potentials)(arc, root, lengths)
-  lap = _matrix_tree._laplacian(arc_p, root_p, mask, single_root=True)
-  inverse = _matrix_tree._lu_logdet_and_inverse(lap)[1]
+  lap = _lu_path._laplacian(arc_p, root_p, mask, single_root=True)
+  inverse = _lu_path._lu_logdet_and_inverse(lap)[1]
   assert not np.any(np.all(np.isfinite(np.asarray(inverse)), axis=(-2, -1)))  # the LU fails on all
   assert np.all(jax.jit(_flagged, static_argnums=(3, 4))(arc_p, root_p, mask, False, True))
   arc_m, root_m = MARGINALS(arc, root, lengths)
@@ -432,7 +437,7 @@ def test_zero_pivot_batch_is_flagged_at_64x64():
   inverse = np.broadcast_to(np.eye(64, dtype=np.float32), (64, 64, 64)).copy()
   inverse[5, :3] = np.nan
   lap_column_sums = np.ones((64, 64), np.float32)  # those of the identity Laplacian
-  flagged = np.asarray(jax.jit(_matrix_tree._needs_exact)(jnp.asarray(inverse), lap_column_sums))
+  flagged = np.asarray(jax.jit(_lu_path._needs_exact)(jnp.asarray(inverse), lap_column_sums))
   assert flagged[5] and not flagged[np.arange(64) != 5].any()
 
 
@@ -449,8 +454,8 @@ def test_root_row_shift_keeps_offset_scores_on_the_lu_path(offset):
   lengths = rng.integers(1, 31, size=64).astype(np.int32)
 
   def flagged(shift_root_row):
-    a, r, _, mask = _matrix_tree._prepare(arc, root, lengths)
-    arc_p, root_p = _matrix_tree._potentials(a, r, mask, single_root=shift_root_row)[:2]
+    a, r, _, mask = _lu_path._prepare(arc, root, lengths)
+    arc_p, root_p = _lu_path._potentials(a, r, mask, single_root=shift_root_row)[:2]
     return int(np.sum(_flagged(arc_p, root_p, mask, shift_root_row, laplacian_single_root=True)))
 
   assert flagged(True) == 0 and flagged(False) > 10  # 15 / 62 / 62 of 64 at the three offsets
@@ -474,10 +479,10 @@ def _flagged(arc_potentials, root_potentials, mask, single_root, laplacian_singl
   potentials (`_laplacian_column_abs_sums`). `laplacian_single_root`: the Laplacian's root mode when
   it differs from the potentials' (potentials without the root row shift)."""
   root_mode = single_root if laplacian_single_root is None else laplacian_single_root
-  lap = _matrix_tree._laplacian(arc_potentials, root_potentials, mask, root_mode)
-  return _matrix_tree._needs_exact(
-      _matrix_tree._lu_logdet_and_inverse(lap)[1],
-      _matrix_tree._laplacian_column_abs_sums(arc_potentials, root_potentials, mask, root_mode))
+  lap = _lu_path._laplacian(arc_potentials, root_potentials, mask, root_mode)
+  return _lu_path._needs_exact(
+      _lu_path._lu_logdet_and_inverse(lap)[1],
+      _lu_path._laplacian_column_abs_sums(arc_potentials, root_potentials, mask, root_mode))
 
 
 def _two_cycle_problem(rng, n, cycle_score, dtype):
@@ -498,11 +503,11 @@ def test_linear_elimination_matches_enumeration(single_root, dtype):
   mask = np.ones(6, bool)
   problems = [_two_cycle_problem(rng, 6, score, dtype) for score in (20.0, 40.0, 30.0)]
   problems[2][0][2, 3] = problems[2][0][3, 2] = 25.0
-  linear = jax.jit(_matrix_tree._linear_marginals, static_argnums=3)
+  linear = jax.jit(_elimination._linear_marginals, static_argnums=3)
   atol = 2e-6 if dtype == np.float32 else 1e-12
   for arc, root in problems:
     # The LU estimate rejects them: this is the exact path's work, not the LU's.
-    assert bool(_flagged(*_matrix_tree._potentials(arc, root, mask, single_root)[:2], mask, single_root))
+    assert bool(_flagged(*_lu_path._potentials(arc, root, mask, single_root)[:2], mask, single_root))
     log_z, arc_m, root_m, trusted = linear(arc, root, mask, single_root)
     assert bool(trusted)
     ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
@@ -541,9 +546,9 @@ def test_linear_elimination_matches_float64_log_space_at_n_64(single_root):
   loss = lambda fn: jax.jit(jax.value_and_grad(
       lambda a, r: jnp.sum(weights * fn(a, r, mask, single_root)[1]), (0, 1)))
   arc32, root32 = arc.astype(np.float32), root.astype(np.float32)
-  got = jax.jit(_matrix_tree._linear_marginals, static_argnums=3)(arc32, root32, mask, single_root)
+  got = jax.jit(_elimination._linear_marginals, static_argnums=3)(arc32, root32, mask, single_root)
   assert bool(got[3])  # trusted
-  want = jax.jit(_matrix_tree._elimination_marginals, static_argnums=3)(arc, root, mask, single_root)
+  want = jax.jit(_elimination._elimination_marginals, static_argnums=3)(arc, root, mask, single_root)
   np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
   np.testing.assert_allclose(got[1], want[1], atol=2e-6)
   np.testing.assert_allclose(got[2], want[2], atol=2e-6)
@@ -576,9 +581,9 @@ def test_flat_and_segmented_sweeps_agree(monkeypatch):
                   jax.jit(jax.value_and_grad(loss, (0, 1)))(arc, root)))
     return out
 
-  assert n <= _matrix_tree._FLAT_UP_TO
+  assert n <= _elimination._FLAT_UP_TO
   flat = results()
-  monkeypatch.setattr(_matrix_tree, '_FLAT_UP_TO', 0)
+  monkeypatch.setattr(_elimination, '_FLAT_UP_TO', 0)
   segmented = results()
   for got, want in zip(jax.tree.leaves(segmented), jax.tree.leaves(flat)):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13)
@@ -597,12 +602,12 @@ def test_untrusted_sentences_take_the_log_space_elimination(single_root):
   root[:2] = -100.0
   arc[0, 1] = arc[1, 0] = 0.0
   mask = np.ones(n, bool)
-  trusted = lambda a, r: bool(jax.jit(_matrix_tree._linear_marginals, static_argnums=3)(a, r, mask, single_root)[3])
+  trusted = lambda a, r: bool(jax.jit(_elimination._linear_marginals, static_argnums=3)(a, r, mask, single_root)[3])
   assert not trusted(arc.astype(np.float32), root.astype(np.float32))
   assert trusted(arc, root)
   ref_log_z, ref_arc, ref_root, _, _ = brute_force.reference(arc, root, single_root)
   for dtype, atol in ((np.float32, 2e-6), (np.float64, 1e-12)):
-    potentials = _matrix_tree._potentials(arc.astype(dtype), root.astype(dtype), mask, single_root)[:2]
+    potentials = _lu_path._potentials(arc.astype(dtype), root.astype(dtype), mask, single_root)[:2]
     assert bool(_flagged(*potentials, mask, single_root))  # the exact path decides
     log_z = LOG_Z(arc[None].astype(dtype), root[None].astype(dtype), single_root=single_root)
     arc_m, root_m = MARGINALS(arc[None].astype(dtype), root[None].astype(dtype), single_root=single_root)
@@ -610,8 +615,8 @@ def test_untrusted_sentences_take_the_log_space_elimination(single_root):
     np.testing.assert_allclose(arc_m[0] * (1 - np.eye(n)), ref_arc, atol=atol)
     np.testing.assert_allclose(root_m[0], ref_root, atol=atol)
   # The floor: n^3 tiny / eps.
-  assert _matrix_tree._linear_floor(np.float32, 200) == pytest.approx(-55.5, abs=0.1)
-  assert _matrix_tree._linear_floor(np.float64, 200) == pytest.approx(-656.5, abs=0.1)
+  assert _elimination._linear_floor(np.float32, 200) == pytest.approx(-55.5, abs=0.1)
+  assert _elimination._linear_floor(np.float64, 200) == pytest.approx(-656.5, abs=0.1)
 
 
 @pytest.mark.parametrize('num_sharp,chunk_share', [(3, None), (6, 1), (5, 16)])
@@ -620,10 +625,10 @@ def test_few_sharp_elements_in_a_large_batch(num_sharp, chunk_share, monkeypatch
   chunks (one sentence each at this batch size), one chunk of all 32, and chunks of 2 sentences (5
   sharp: three chunks run, the last one half empty, the rest never); marginals and gradients match
   enumeration. Chunks run at the canonical length 8 (`_canonical_length`: words 6 and 7 padding)."""
-  assert _matrix_tree._canonical_length(6) == 8
+  assert _exact_path._canonical_length(6) == 8
   if chunk_share is not None:
-    monkeypatch.setattr(_matrix_tree, '_CHUNK_SHARE', chunk_share)
-  assert _matrix_tree._chunk_size(32, 6) == {None: 1, 1: 32, 16: 2}[chunk_share]
+    monkeypatch.setattr(_exact_path, '_CHUNK_SHARE', chunk_share)
+  assert _exact_path._chunk_size(32, 6) == {None: 1, 1: 32, 16: 2}[chunk_share]
   rng = np.random.default_rng(16)
   lengths = [6, 5, 4, 6, 3, 6, 2, 6] * 4
   arc, root, lens = _random_problem(rng, lengths, 6)
@@ -647,15 +652,15 @@ def test_exact_chunks_have_canonical_shapes(monkeypatch):
   """Below 32 words the exact path runs at a multiple of 4 words, in power-of-two chunks (a chunk may
   exceed the batch: its extra slots are dropped), so programs over other short lengths and batch
   sizes reuse one trace of it; the results are those at the real length (enumeration)."""
-  assert [_matrix_tree._canonical_length(n) for n in (1, 7, 8, 9, 31, 32, 33, 200)] == \
+  assert [_exact_path._canonical_length(n) for n in (1, 7, 8, 9, 31, 32, 33, 200)] == \
       [4, 8, 8, 12, 32, 32, 33, 200]
   # At most 1/32 of the batch, at most 128k n^3 work, a power of two, and no more than the batch needs.
-  assert [_matrix_tree._chunk_size(size, 5) for size in (1, 3, 64, 100, 300, 5000)] == [1, 1, 2, 2, 8, 128]
-  assert [_matrix_tree._chunk_size(1000, n) for n in (9, 20, 31, 40, 80)] == [16, 16, 4, 2, 1]
-  assert _matrix_tree._chunk_size(3, 5) == 1
+  assert [_exact_path._chunk_size(size, 5) for size in (1, 3, 64, 100, 300, 5000)] == [1, 1, 2, 2, 8, 128]
+  assert [_exact_path._chunk_size(1000, n) for n in (9, 20, 31, 40, 80)] == [16, 16, 4, 2, 1]
+  assert _exact_path._chunk_size(3, 5) == 1
   shapes = []
-  real_chunk = _matrix_tree._exact_chunk
-  monkeypatch.setattr(_matrix_tree, '_exact_chunk', lambda a, r, m, s, kernels=None: (
+  real_chunk = _exact_path._exact_chunk
+  monkeypatch.setattr(_exact_path, '_exact_chunk', lambda a, r, m, s, kernels=None: (
       shapes.append(a.shape), real_chunk(a, r, m, s))[1])
   rng = np.random.default_rng(21)
   for lengths, n in (([5, 3, 4], 5), ([7, 7, 2], 7)):
@@ -935,8 +940,8 @@ def test_sharp_sample_frequencies(single_root, dtype):
   arc[:, 0, 1] = arc[:, 1, 0] = 40.0  # each other's head, e^40 above everything else
   arc, root = arc.astype(dtype), root.astype(dtype)
   # Both sentences are beyond the LU path: the exact sampler is what is tested.
-  a, r, _, mask = _matrix_tree._prepare(arc, root, lens)
-  a_pot, r_pot, _, _ = _matrix_tree._potentials(a, r, mask, single_root)
+  a, r, _, mask = _lu_path._prepare(arc, root, lens)
+  a_pot, r_pot, _, _ = _lu_path._potentials(a, r, mask, single_root)
   assert np.all(_flagged(a_pot, r_pot, mask, single_root))
   num_samples = 20000
   heads = SAMPLE(jax.random.key(4), arc, root, lens, single_root=single_root, num_samples=num_samples)
@@ -957,8 +962,8 @@ def test_few_sharp_sentences_are_resampled_alone(single_root):
   lengths[9] = 4
   arc, root, lens = _random_problem(rng, lengths, 5)
   arc[3, 0, 1] = arc[3, 1, 0] = 40.0  # sentence 3 only: a dominant 2-cycle, beyond the LU path
-  a, r, _, mask = _matrix_tree._prepare(arc, root, lens)
-  a_pot, r_pot, _, _ = _matrix_tree._potentials(a, r, mask, single_root)
+  a, r, _, mask = _lu_path._prepare(arc, root, lens)
+  a_pot, r_pot, _, _ = _lu_path._potentials(a, r, mask, single_root)
   flagged = _flagged(a_pot, r_pot, mask, single_root)
   assert np.flatnonzero(flagged).tolist() == [3]
   num_samples = 4000
@@ -1021,8 +1026,8 @@ def test_bad_input_errors():
     trees.score(arc, np.zeros((2, 3)), np.zeros((2, 4), np.int32))
   with pytest.raises(ValueError, match='num_samples'):
     trees.sample(jax.random.key(0), arc, np.zeros((2, 3)), num_samples=0)
-  assert _matrix_tree.__all__ == ['EXACT_MODES', 'entropy', 'exact_mode', 'kl_divergence', 'log_partition',
-                                  'log_prob', 'marginals', 'sample', 'score']
+  assert _matrix_tree.__all__ == ['entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals', 'score']
+  assert (_sampling.__all__, _statistics.__all__) == (['sample'], ['exact_mode', 'EXACT_MODES'])
 
 
 def test_benchmark_launcher_and_baselines(monkeypatch):
@@ -1056,8 +1061,8 @@ def test_benchmark_launcher_and_baselines(monkeypatch):
   # and with row 0 shifted (root potentials e^-40 scaled up to 1) its Laplacian is well conditioned.
   for sharpen, expected in ((trees_benchmark.one_sharp_sentence, [True, False]),
                             (trees_benchmark.all_sharp, [True, False])):
-    a, r, _, mask = _matrix_tree._prepare(sharpen(jnp.asarray(arc)), root, lens)
-    flagged = _flagged(*_matrix_tree._potentials(a, r, mask, True)[:2], mask, True)
+    a, r, _, mask = _lu_path._prepare(sharpen(jnp.asarray(arc)), root, lens)
+    flagged = _flagged(*_lu_path._potentials(a, r, mask, True)[:2], mask, True)
     assert flagged.tolist() == expected  # the benchmark's sharp sentences take the exact path
   table = trees_benchmark.format_table([row])
   assert table.splitlines()[0].split()[:3] == ['size', 'ours', 'marg']

@@ -235,15 +235,15 @@ def _exact_kernel_against_xla(single_root, scale, lengths, n, seed, cycle=None):
   """The exact path's linear-elimination kernel against `_linear_marginals` (float64); `cycle` scores
   arcs 0 -> 1 and 1 -> 0 of every sentence (a tree must leave one out: P_indep ~ e^-cycle)."""
   from jax_structured.trees import _exact_kernel  # pylint: disable=g-import-not-at-top
-  from jax_structured.trees import _matrix_tree  # pylint: disable=g-import-not-at-top
+  from jax_structured.trees import _elimination  # pylint: disable=g-import-not-at-top
   rng = np.random.default_rng(seed)
   arc, root = _batch(rng, lengths, n, scale=scale)
   if cycle is not None:
     arc[:, 0, 1] = arc[:, 1, 0] = cycle
   mask = jnp.arange(n)[None, :] < jnp.asarray(lengths)[:, None]
   got = _exact_kernel.linear_marginals(jnp.asarray(arc), jnp.asarray(root), mask, single_root, _interpret())
-  linear = jax.vmap(lambda a, r, m: _matrix_tree._linear_marginals(a, r, m, single_root))
-  want = linear(*_matrix_tree._forbid_padding(jnp.asarray(arc), jnp.asarray(root), mask), mask)
+  linear = jax.vmap(lambda a, r, m: _elimination._linear_marginals(a, r, m, single_root))
+  want = linear(*_elimination._forbid_padding(jnp.asarray(arc), jnp.asarray(root), mask), mask)
   np.testing.assert_array_equal(got[3], want[3])
   for g, w in zip(got[:3], want[:3]):
     np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)

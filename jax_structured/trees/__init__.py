@@ -14,14 +14,14 @@ from jax_structured.trees._labeled import labeled_score
 from jax_structured.trees._kernels import KERNEL_MODES
 from jax_structured.trees._kernels import use_kernels
 from jax_structured.trees._matrix_tree import entropy
-from jax_structured.trees._matrix_tree import EXACT_MODES
-from jax_structured.trees._matrix_tree import exact_mode
 from jax_structured.trees._matrix_tree import kl_divergence
 from jax_structured.trees._matrix_tree import log_partition
 from jax_structured.trees._matrix_tree import log_prob
 from jax_structured.trees._matrix_tree import marginals
-from jax_structured.trees._matrix_tree import sample
 from jax_structured.trees._matrix_tree import score
+from jax_structured.trees._sampling import sample
+from jax_structured.trees._statistics import EXACT_MODES
+from jax_structured.trees._statistics import exact_mode
 from jax_structured.trees._kbest import k_best
 from jax_structured.trees._kbest import projective_k_best
 from jax_structured.trees._max_marginals import max_marginals

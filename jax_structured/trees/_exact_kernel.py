@@ -1,6 +1,6 @@
 """A fused Pallas kernel for the exact path's linear elimination (values only).
 
-One program per flagged sentence runs `_matrix_tree._linear_marginals` in one launch: the column- and
+One program per flagged sentence runs `_elimination._linear_marginals` in one launch: the column- and
 root-row-shifted potentials (`_linear_potentials`), the subtraction-free (GTH-style) elimination of
 `_linear_elimination_start` (largest pivot first, every pivot a sum), keeping each step's record (the
 eliminated column and scaled row as rows of two [p, p] blocks, six scalars per step), then the
@@ -9,7 +9,7 @@ hand-written reverse sweep of `_linear_step_back` over those records for the mar
 per step); here it is one launch per chunk of flagged sentences.
 
 No derivatives: the exact path's derivatives (forward mode through both sweeps,
-`_matrix_tree._exact_chunk_product`) stay on XLA, and the log-space elimination of untrusted sentences
+`_exact_path._exact_chunk_product`) stay on XLA, and the log-space elimination of untrusted sentences
 too. Used for the exact values of `marginals` / `log_partition` on concrete arrays ('auto') under
 `trees.use_kernels`; see docs/decisions/2026-12-04-fused-matrix-tree-kernels.md.
 """
@@ -20,6 +20,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from jax_structured.trees import _elimination
 from jax_structured.trees import _kernels
 
 __all__ = ['linear_marginals']
@@ -36,7 +37,7 @@ def _at(vector, index):
 
 
 def _linear_potentials(arc, root, length, single_root):
-  """`_matrix_tree._linear_potentials` of one block: (A, r, log_scale, mask)."""
+  """`_elimination._linear_potentials` of one block: (A, r, log_scale, mask)."""
   p = root.shape[-1]
   rows = lax.broadcasted_iota(jnp.int32, (p, p), 0)
   cols = lax.broadcasted_iota(jnp.int32, (p, p), 1)
@@ -165,7 +166,7 @@ def _row(block, t):
 
 
 def linear_marginals(arc_scores, root_scores, mask, single_root, interpret):
-  """`_matrix_tree._linear_marginals` of a flat batch by one kernel launch.
+  """`_elimination._linear_marginals` of a flat batch by one kernel launch.
 
   Args:
     arc_scores: [B, n, n] float32 / float64 scores (the diagonal and padding are ignored).
@@ -178,7 +179,6 @@ def linear_marginals(arc_scores, root_scores, mask, single_root, interpret):
     (log Z [B], arc marginals [B, n, n], root marginals [B, n], trusted [B] bool), as
     `_linear_marginals` vmapped; not differentiable.
   """
-  from jax_structured.trees import _matrix_tree  # pylint: disable=g-import-not-at-top  (imports this module)
   size, n = root_scores.shape
   p = _kernels.block_length(n)
   arc, root = arc_scores, root_scores
@@ -187,7 +187,7 @@ def linear_marginals(arc_scores, root_scores, mask, single_root, interpret):
     root = jnp.pad(root, ((0, 0), (0, p - n)))
   lengths = jnp.sum(mask, axis=-1).astype(jnp.int32)
   dtype = arc.dtype
-  floor = _matrix_tree._linear_floor(dtype, n)  # pylint: disable=protected-access
+  floor = _elimination._linear_floor(dtype, n)  # pylint: disable=protected-access
   scalar = pl.BlockSpec((1,), lambda b: (b,))
   vector = pl.BlockSpec((None, p), lambda b: (b, 0))
   block = pl.BlockSpec((None, p, p), lambda b: (b, 0, 0))

@@ -2,9 +2,9 @@
 
 Per sentence (one program of the grid per batch element, the whole sentence in one block), the
 forward kernel (`_forward_kernel`) forms the column-shifted potentials and the Laplacian of
-`_matrix_tree` (multi-root, or Koo et al.'s single-root root row, with its root-row shift), inverts it
+`_lu_path` (multi-root, or Koo et al.'s single-root root row, with its root-row shift), inverts it
 by Gauss-Jordan elimination with partial pivoting in registers / on-chip memory, and writes `log Z`,
-the marginals, the error estimate's flag (`_matrix_tree._needs_exact`: the same criterion, so flagged
+the marginals, the error estimate's flag (`_lu_path._needs_exact`: the same criterion, so flagged
 sentences still take the exact path) and the inverse (the residual of the backward pass). The
 backward kernel (`_backward_kernel`) reads the scores, the inverse and the cotangents of
 `(log Z, arc marginals, root marginals)` and writes the cotangent of the scores, i.e.
@@ -23,13 +23,13 @@ ed., sec. 14.4, after Peters & Wilkinson 1975), which is what the error estimate
 arc sum plus the root potential), so `L^T` is row diagonally dominant and its elimination has a
 growth factor of at most 2 whichever rows partial pivoting picks. The single-root Laplacian is not:
 its first row holds the root potentials (Koo et al. 2007, sec. 3.3; Liu & Lapata 2018 eq. 14), and
-partial pivoting, with the root row scaled to a largest entry of 1 (`_matrix_tree._potentials`), keeps
+partial pivoting, with the root row scaled to a largest entry of 1 (`_lu_path._potentials`), keeps
 its elimination stable as far as the estimate can tell; the estimate flags what it cannot bound.
 
-Selected by `trees.use_kernels` (see `_matrix_tree`); compiled for the GPU by Pallas's Triton
+Selected by `trees.use_kernels` (see `_statistics`); compiled for the GPU by Pallas's Triton
 lowering, run by the Pallas interpreter elsewhere (tests). The sentence length is padded to a power
 of two of at least 16 (Triton blocks, and its `dot`, need them); padded words are identity rows and
-columns, as in `_matrix_tree`.
+columns, as in `_lu_path`.
 """
 import contextlib
 import contextvars
@@ -122,7 +122,7 @@ def _pick(matrix, index, axis):
 
 
 def _potentials(arc, root, length, single_root):
-  """The kernel's copy of `_matrix_tree._potentials` and `_laplacian` on one [p, p] block.
+  """The kernel's copy of `_lu_path._potentials` and `_laplacian` on one [p, p] block.
 
   Returns:
     (arc potentials A [p, p], root potentials r [p], transposed Laplacian L^T [p, p], column sums of
@@ -315,7 +315,7 @@ def _forward_call(lengths, arc, root, single_root, interpret):
   size, p = root.shape
   dtype = arc.dtype
   scalar, vector, block = _specs(p)
-  tolerance = 6 * math.sqrt(float(jnp.finfo(dtype).eps))  # `_matrix_tree._lu_tolerance`
+  tolerance = 6 * math.sqrt(float(jnp.finfo(dtype).eps))  # `_lu_path._lu_tolerance`
   kernel = functools.partial(_forward_kernel, single_root=single_root, tolerance=tolerance)
   return pl.pallas_call(
       kernel, grid=(size,), in_specs=[scalar, block, vector],
@@ -374,7 +374,7 @@ def fused_statistics(arc_scores, root_scores, lengths, single_root, interpret):
 
   Returns:
     (log_z [...], arc_marginals [..., n, n], root_marginals [..., n], flagged [...] bool): NaN results
-    where flagged (`_matrix_tree._needs_exact`'s criterion), exactly 0 on padding and forbidden arcs.
+    where flagged (`_lu_path._needs_exact`'s criterion), exactly 0 on padding and forbidden arcs.
     Differentiable once in reverse mode (`jax.grad`, `jax.vjp`); the derivatives of flagged elements
     are zero. Forward mode and higher orders are not supported (use the default path).
   """

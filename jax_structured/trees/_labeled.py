@@ -36,6 +36,7 @@ from jax_structured.trees import _inputs
 from jax_structured.trees import _matrix_tree
 from jax_structured.trees import _mst
 from jax_structured.trees import _projective
+from jax_structured.trees import _sampling
 
 __all__ = ['labeled_log_partition', 'labeled_marginals', 'labeled_mst', 'labeled_sample',
            'labeled_score', 'labeled_log_prob']
@@ -271,7 +272,7 @@ def labeled_sample(key, arc_scores, root_scores, lengths=None, *, single_root=Tr
   count = 1 if num_samples is None else num_samples
   batch_shape, n = root_sum.shape[:-1], root_sum.shape[-1]
   if not projective:
-    heads = _matrix_tree.sample(tree_key, arc_sum, root_sum, lengths, single_root=single_root,
+    heads = _sampling.sample(tree_key, arc_sum, root_sum, lengths, single_root=single_root,
                                 num_samples=count)
   else:
     size = int(np.prod(batch_shape))

@@ -80,7 +80,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_structured import trees
-from jax_structured.trees import _matrix_tree
+from jax_structured.trees import _lu_path
 from launch import benchmarks
 
 DEFAULT_SIZES = '512x32,64x64,32x200'
@@ -156,10 +156,10 @@ def parse_sizes(text):
 
 
 def _laplacian(arc_scores, root_scores, lengths):
-  arc_scores, root_scores, _, mask = _matrix_tree._prepare(arc_scores, root_scores, lengths)
-  arc_potentials, root_potentials, shift, root_shift = _matrix_tree._potentials(
+  arc_scores, root_scores, _, mask = _lu_path._prepare(arc_scores, root_scores, lengths)
+  arc_potentials, root_potentials, shift, root_shift = _lu_path._potentials(
       arc_scores, root_scores, mask, single_root=True)
-  lap = _matrix_tree._laplacian(arc_potentials, root_potentials, mask, single_root=True)
+  lap = _lu_path._laplacian(arc_potentials, root_potentials, mask, single_root=True)
   return arc_potentials, root_potentials, jnp.sum(shift, axis=-1) + root_shift, lap
 
 
@@ -177,7 +177,7 @@ def naive_marginals(arc_scores, root_scores, lengths=None):
 def inverse_autodiff_marginals(arc_scores, root_scores, lengths=None):
   """Closed-form marginals (Liu & Lapata eq. 15) from `jnp.linalg.inv`, differentiated by plain autodiff."""
   arc_potentials, root_potentials, _, lap = _laplacian(arc_scores, root_scores, lengths)
-  return _matrix_tree._marginals_from_inverse(arc_potentials, root_potentials, jnp.linalg.inv(lap),
+  return _lu_path._marginals_from_inverse(arc_potentials, root_potentials, jnp.linalg.inv(lap),
                                               single_root=True)
 
 
