@@ -12,9 +12,8 @@ underflow can only matter when a tree needs arcs far below their columns' best, 
 probability that independently drawn heads form a tree (`_linear_trusted`: at least ~e^-55 in
 float32 at n = 200, ~e^-656 in float64). Only the other sentences take the same elimination in
 log space (`_eliminate_sentence`), whose log Z and autodiff marginals matched 80-digit and
-enumeration references to a few ulps up to |scores| ~ 200. The linear elimination is ~20x faster
-than the log-space one (one sentence of n = 200 with a 2-cycle scored 40, one CPU core: 22x for
-the marginals, 15x for value + gradient through them).
+enumeration references to a few ulps up to |scores| ~ 200. The linear elimination is about 20x faster
+than the log-space one (docs/decisions/2026-11-27-exact-path-linear-elimination-and-flat-scans.md).
 """
 import math
 
@@ -128,11 +127,8 @@ def _elimination_start(arc_scores, root_scores, mask, single_root):
 # `_CHUNK_WORK`, so at most 128k numbers); past it, checkpointed segments of sqrt(n) steps
 # (`_segments`: O(n^2.5) memory per sentence).
 # The segments nest a loop in a loop and recompute each segment in the backward pass, so the flat
-# sweeps make programs that differentiate `marginals` smaller: value + gradient at 4 x 8 compiled
-# in 6.2 s instead of 8.8 s (suite settings; 55 instead of 91 loops), at 64 x 16 / 32 x 28 in 20.7 /
-# 14.4 s instead of 25.3 / 17.2 s (default settings; 64 x 32, a shared core: 31 vs 43 s), and every
-# sentence sharp ran 11-21% faster. (The linear elimination's sweeps are always flat: its records are
-# vectors, `_linear_marginals`.)
+# sweeps make programs that differentiate `marginals` smaller and faster to compile. (The linear
+# elimination's sweeps are always flat: its records are vectors, `_linear_marginals`.)
 _FLAT_UP_TO = 32
 
 
@@ -374,7 +370,7 @@ def _linear_marginals(arc_scores, root_scores, mask, single_root):
   start = jax.tree.map(jnp.zeros_like, init[0][:3])
   # Flat scans: the records are vectors (O(n^2) per sentence in all), and nothing differentiates this
   # function in reverse mode (the exact path's derivatives are forward mode, `_exact_chunk_product`),
-  # so checkpointed segments would save nothing (they made one n = 200 sentence ~10% slower).
+  # so checkpointed segments would save nothing and only cost time.
   final, records = lax.scan(lambda c, _: step(*c), init, None, length=n)
   d_weights, d_excess, d_first_order = lax.scan(step_back, start, records, reverse=True)[0]
   arc_m = jnp.where(_arc_mask(mask), arc_potentials * d_weights, 0.0)

@@ -3,29 +3,25 @@
 The batch elements that the LU error estimate flags (`_lu_path._needs_exact`) are recomputed by the
 exact elimination (`_elimination`). The common path is a straight line, one LU and one solve plus two
 norms for the estimate; the exact path lies outside it (`_replace_flagged`): a `lax.while_loop` over
-the flagged elements only, gathered a fixed-size chunk at a time (at most 1/32 of the batch and 128k n^3 work: `_chunk_size`) and written back in
-place, which stops before its first step when none is flagged (under a user's `vmap`: it runs
-while any call of the mapped batch has a chunk left), so its memory is one chunk's whatever
-number of elements is flagged, and its time about proportional to that number. Below 32 words the
-chunks run at a multiple of 4 words and hold a power of two of sentences (`_exact_padded`), so
-that the programs of different short lengths and batch sizes share few traces of the exact path.
-Its marginals come from a hand-written reverse sweep of the elimination: the log-space one past
-32 words in checkpointed segments of sqrt(n) steps (`_sweep`): O(n^2.5) memory per sentence, where
-autodiff kept every step (O(n^3)); the linear one keeps a record of vectors per step
-(`_linear_marginals`). Every derivative of the exact marginals is forward mode: along a
-direction they move by a Hessian-vector product (forward mode through both sweeps); reverse mode
-(a loss through the marginals, as structured attention trains) needs the transposed product, and
-the Hessian is symmetric, so it is the same forward-mode product on the cotangent; so are all
-higher derivatives (symmetric in all their directions). `_hessian_product` binds them as one
-primitive whose transposes are itself (`_exact_where_flagged`, `_FlaggedProduct`): reverse mode
-keeps nothing of the exact path but the scores, never transposes its loop, and runs it over the
-flagged elements only. (Transposing the forward-mode program instead ran both sweeps backwards
-from checkpoints: one sentence of n = 200, value + gradient through the marginals 1.6x the time
-on a CPU.)
-Value + gradient through `marginals` at B = 64, n = 200 (float32, compiled `memory_analysis`):
-108 MiB of temporaries with any number of sharp sentences vs 88 MiB with the exact path left out
-(`exact='flag'`; 140 MiB with the cond-and-scan fallback before, and before the chunked
-exact path 584 MiB already at B = 64, n = 50, where the LU alone takes 3 MiB).
+the flagged elements only, gathered a fixed-size chunk at a time (at most 1/32 of the batch and 128k
+n^3 work: `_chunk_size`) and written back in place, which stops before its first step when none is
+flagged (under a user's `vmap`: it runs while any call of the mapped batch has a chunk left), so its
+memory is one chunk's whatever number of elements is flagged, and its time about proportional to that
+number. Below 32 words the chunks run at a multiple of 4 words and hold a power of two of sentences
+(`_exact_padded`), so that the programs of different short lengths and batch sizes share few traces of
+the exact path. Its marginals come from a hand-written reverse sweep of the elimination: the log-space
+one past 32 words in checkpointed segments of sqrt(n) steps (`_sweep`): O(n^2.5) memory per sentence,
+where autodiff kept every step (O(n^3)); the linear one keeps a record of vectors per step
+(`_linear_marginals`). Every derivative of the exact marginals is forward mode: along a direction they
+move by a Hessian-vector product (forward mode through both sweeps); reverse mode (a loss through the
+marginals, as structured attention trains) needs the transposed product, and the Hessian is symmetric,
+so it is the same forward-mode product on the cotangent; so are all higher derivatives (symmetric in
+all their directions). `_hessian_product` binds them as one primitive whose transposes are itself
+(`_exact_where_flagged`, `_FlaggedProduct`): reverse mode keeps nothing of the exact path but the
+scores, never transposes its loop, and runs it over the flagged elements only (transposing the
+forward-mode program would run both sweeps backwards from checkpoints). Measurements of this design:
+docs/decisions/2026-11-29-exact-path-derivatives-and-while-loop.md and
+docs/decisions/2026-12-04-matrix-tree-and-mst-measurements.md.
 """
 import functools
 
@@ -44,7 +40,7 @@ from jax_structured.trees._lu_path import _arc_mask
 def _per_sentence(sentence_fn, inputs):
   """`jax.vmap(sentence_fn)(*inputs)`, without the vmap for a batch of one (the exact path's chunk
   from n = 32 on): batched, the eliminations' per-step row and column picks become gathers, which
-  made one sentence ~3x slower on the CPU (n = 200, linear elimination: 97 vs 31 ms)."""
+  made one sentence several times slower on the CPU."""
   if inputs[0].shape[0] == 1:
     return jax.tree.map(lambda x: x[None], sentence_fn(*(x[0] for x in inputs)))
   return jax.vmap(sentence_fn)(*inputs)
@@ -88,17 +84,15 @@ def _exact_log_z_and_marginals(arc_scores, root_scores, mask, single_root, kerne
 
 # Jitted on its own so that its trace, and the traces of its derivatives (JAX caches both per input
 # shape), are made once per process, not once per program that contains it: the exact path is most
-# of the tracing of anything that differentiates `marginals` (value + gradient at 4x8: 4.7 of 13 s,
-# suite compile settings; a second program with the same chunk shape traces it in 0.1 s).
+# of the tracing of anything that differentiates `marginals`.
 _exact_chunk = jax.jit(_exact_log_z_and_marginals, static_argnums=(3, 4))
 
 
 # Below this length the exact path's chunks run on sentences padded to a multiple of _PAD_MULTIPLE
 # words (and hold a power of two of them, `_chunk_size`), so that programs over different short
 # lengths and batch sizes (length buckets, test cases) share one trace of `_exact_chunk` and of its
-# derivatives (4.7 s of the 13 s compile of value + gradient at 4 x 8, suite settings). The padding
-# adds at most (n + 3)^3 / n^3 of the exact path's work, 2.4x at n = 9, 1.6x at n = 17, on the
-# sentences that take it; from _PAD_BELOW words on, chunks keep the exact length.
+# derivatives. The padding adds at most (n + 3)^3 / n^3 of the exact path's work on the sentences
+# that take it; from _PAD_BELOW words on, chunks keep the exact length.
 _PAD_BELOW = 32
 
 
@@ -192,9 +186,7 @@ def _exact_where_flagged(single_root, chunk, flags, arc_scores, root_scores, mas
 
   So when no element is flagged, the exact path adds two `lax.while_loop`s that stop before their
   first step (value, and one per derivative product) and selects; no conditional copies the
-  [B, n, n] arrays and no chunk buffers are allocated (a `lax.cond` with a `lax.scan` of chunks
-  did both: value + gradient at 32 x 200 took 1.09-1.15x the time without the exact path in two
-  runs on a CPU, this design 1.06-1.08x).
+  [B, n, n] arrays and no chunk buffers are allocated.
   """
   return _replace_flagged(flags, functools.partial(_exact_padded, single_root=single_root),
                           (arc_scores, root_scores, mask), (log_z, arc_marginals, root_marginals), chunk)
@@ -236,15 +228,10 @@ def _any_anywhere_vmap(axis_size, in_batched, flags):
 
 
 # Chunks of the exact path. A chunk runs whole however few of its elements are flagged, so one sharp
-# sentence costs one chunk; but every chunk also costs a fixed overhead (at n = 8, 16 / 128
-# sentences took 1.6x / 13x the time of one; at n = 32, 4 / 16 took 2.9x / 12x: float32, jitted
-# `_exact_log_z_and_marginals`, shared 2-core CPU), which many sharp sentences pay once per chunk. So
-# a chunk holds at most 1/_CHUNK_SHARE of the batch (one sharp sentence then adds at most ~1/32 of
-# the batch's sentences' exact work) and at most _CHUNK_WORK n^3 of work (memory and program size).
-# Measured against the previous rule (2^15 n^3, batch-blind), value + gradient through `marginals`
-# in one process (medians of 7 interleaved rounds, CPU): 512 x 32 with every sentence x30 0.53x the
-# time (4 per chunk instead of 1), 512 x 8 with one sharp sentence 1.18 instead of 1.45x the no-sharp
-# time (16 instead of 64), the rest within noise (256 x 16, 64 x 64).
+# sentence costs one chunk; but every chunk also costs a fixed overhead, which many sharp sentences
+# pay once per chunk. So a chunk holds at most 1/_CHUNK_SHARE of the batch (one sharp sentence then
+# adds at most ~1/32 of the batch's sentences' exact work) and at most _CHUNK_WORK n^3 of work (memory
+# and program size).
 _CHUNK_WORK = 2**17
 
 

@@ -9,19 +9,9 @@ One LU factorisation (`jax.lax.linalg.lu`, partial pivoting) gives both `log|det
 `d log det L = tr(L^-1 dL)` and `d L^-1 = -L^-1 dL L^-1`, so gradients of `log_partition` reuse the
 forward factorisation (instead of `slogdet`'s JVP, which factorises again) and the marginals are
 differentiable to any order (structured attention backpropagates through them) without
-differentiating the LU decomposition itself. Measured with the functions of the
-`python -m launch.benchmark trees` columns, called in 9 interleaved rounds (median ms, float32,
-shared 2-core CPU, OPENBLAS_NUM_THREADS=1), sizes 512x32 / 64x64 / 32x200 (batch x length):
-
-    marginals:              this rule 32.7 / 20.0 / 108.0   inv + autodiff 39.0 / 17.3 / 99.4
-                            slogdet + grad 48.0 / 18.0 / 106.0
-    marginals + grad loss:  this rule 63.6 / 32.1 / 225.2   inv + autodiff 70.1 / 35.9 / 226.9
-                            slogdet + grad-of-grad 87.3 / 44.0 / 292.0
-
-i.e. on par for the forward marginals (all three do one LU and two triangular solves) and the
-fastest for marginals + gradient (10-27% faster than slogdet + autodiff: the backward pass is two
-matmuls instead of more triangular solves), so the custom rule is kept. (Without
-OPENBLAS_NUM_THREADS=1 on this oversubscribed box, batched LAPACK trsm calls were ~30x slower.)
+differentiating the LU decomposition itself: on par with `slogdet` + autodiff and the inverse + plain
+autodiff for the forward marginals, faster for marginals + gradient (the backward pass is two matmuls;
+docs/decisions/2026-12-04-matrix-tree-and-mst-measurements.md).
 """
 import jax
 import jax.numpy as jnp
@@ -116,8 +106,8 @@ def _laplacian_column_abs_sums(arc_potentials, root_potentials, mask, single_roo
   Every potential is non-negative, so with `colsum[m] = sum_h A[h, m]` and the diagonal `d`:
   multi-root, column m holds `d[m]` and the off-diagonal `-A[h, m]`: `d[m] + colsum[m]`;
   single root, row 0 is replaced by `first_row` (eq. 14): `first_row[m] + colsum[m] - A[0, m]`, plus
-  `d[m]` for m >= 1. (A pass over |L| materialised [B, n, n] on the CPU: ~9% of the marginals' time
-  at 32 x 200.) Equal to `jnp.sum(jnp.abs(lap), axis=-2)` up to rounding (the error estimate's
+  `d[m]` for m >= 1 (a pass over |L| would materialise [B, n, n]). Equal to
+  `jnp.sum(jnp.abs(lap), axis=-2)` up to rounding (the error estimate's
   `||L||_1` reads it).
   """
   column_sums = jnp.sum(arc_potentials, axis=-2)
@@ -202,14 +192,12 @@ def _needs_exact(inverse, lap_column_sums):
   about 1e-3 (float32) / 4e-8 (float64).
 
   Finiteness is decided by SUMS, not by the norms' maxima: XLA's vectorised max reduction on the CPU
-  can drop NaN (at B = 64, n = 64 a batch whose inverses were NaN got finite norms, so a zero pivot,
-  e.g. root potentials that all underflow next to arc scores ~130 higher, went unflagged and NaN
-  marginals reached a model: SNLI structured attention diverged at step 135), while a sum of
-  absolute values is finite exactly when every term is (or overflows, which flags it too).
+  can drop NaN, while a sum of absolute values is finite exactly when every term is (or overflows,
+  which flags it too).
 
   The row sums of |L^-1| are a product with a vector of ones (HIGHEST precision, so no TF32 / bf16
-  rounding on accelerators): the solve returns L^-1 column-major, and a row reduction made XLA's
-  CPU transpose it into a [..., n, n] copy first (forward marginals 0.92-0.94x with the product).
+  rounding on accelerators): the solve returns L^-1 column-major, and a row reduction makes XLA's
+  CPU transpose it into a [..., n, n] copy first.
   """
   eps = jnp.finfo(inverse.dtype).eps
   row_sums = jnp.matmul(jnp.abs(inverse), jnp.ones(inverse.shape[-1], inverse.dtype),

@@ -26,11 +26,9 @@ Numerics (all exact, no eps, no clamping of scores):
 * Root row shift (single root): row 0 of `L_bar` holds only root potentials, so scaling it by
   `exp(-c_r)` with `c_r = max_m (root_scores[m] - c[m])` scales `det` by `exp(-c_r)` and leaves the
   marginals unchanged (`X[:, 0]` scales by `exp(c_r)`, the root potentials by `exp(-c_r)`, the other
-  columns of `X` not at all); `log Z` gains `c_r`. The largest entry of row 0 is then 1. Without it,
-  root scores a few units below the arc scores (a bilinear arc scorer next to a linear root scorer)
-  made row 0 tiny: at n = 30 with arc scores 5 above N(0, 1) root scores, 50 of 64 sentences failed
-  the error estimate and took the exact path (0 with the shift), and ~100 below, every root potential
-  underflowed and the LU met a zero pivot.
+  columns of `X` not at all); `log Z` gains `c_r`. The largest entry of row 0 is then 1, so root
+  scores far below the arc scores (a bilinear arc scorer next to a linear root scorer) do not make
+  row 0 tiny (docs/decisions/2026-11-26-error-estimate-by-sums-and-root-row-scaling.md).
 * Padding: positions at or past `lengths` become identity rows/columns (their potentials are 0 and
   their diagonal is 1), so the determinant and the inverse restricted to real words are those of
   the unpadded problem; padded marginals are exactly 0. `lengths == 0` gives `log Z = 0`.

@@ -12,9 +12,8 @@ leaves the others' best arcs unchanged). An iteration is O(N^2) and there are at
 worst case is O(N^3) per sentence (a batch runs until its slowest sentence is done). Everything runs
 in `lax.while_loop` / `lax.fori_loop` with static shapes: no host callback, jit- and vmap-able.
 
-Cost. The number of iterations is what it is: measured on N(0, 1) scores it is about n / 2 with
-`single_root=True` (512 x 32: mean 17.7, max 22; 32 x 200: mean 100.5, max 108) and about n / 8 on
-average (but up to n / 2 for some sentences) without. With a single root, ROOT arcs lose every
+Cost. The number of iterations is what it is: on N(0, 1) scores about n / 2 with `single_root=True`
+and about n / 8 on average (but up to n / 2 for some sentences) without. With a single root, ROOT arcs lose every
 comparison until all words are one supernode: after a few rounds with several cycles, each round
 absorbs one path of 1-3 nodes into one large supernode (Prim-like), so the rounds are many and each
 changes little. So each round is kept cheap:
@@ -32,14 +31,11 @@ changes little. So each round is kept cheap:
     first round, by pointer doubling that stops when nothing changes (`_cycles`, 3-4 steps);
   * every lookup is one flat gather over the batch (vmapped per-sentence gathers cost more than the
     lookups themselves on the CPU), and no sort, argmax, top_k, integer reduction or cumsum runs in
-    a round (XLA's CPU runs each of those 1.5-3x slower than a float max / min; a triangular product
+    a round (XLA's CPU runs each of those slower than a float max / min; a triangular product
     replaces the cumsum).
-Side by side with the previous module (three masked reductions and vmapped gathers per round, fixed
-doubling; `OPENBLAS_NUM_THREADS=1`, one core, interleaved medians of 10): 0.41 / 0.36 / 0.27x its time
-at 512 x 32 / 64 x 64 / 32 x 200 (README, "`mst` (Chu-Liu-Edmonds on device)").
 The skipping (the conds and the walk's loops) is for the CPU only. On a GPU every `lax.cond` and
-loop predicate is a device-to-host copy and a wait: on an H200 the incremental rounds took 11.8 / 22.3
-/ 80.1 ms where the previous module's straight rounds took 2.2 / 3.7 / 12.8. So the program picks
+loop predicate is a device-to-host copy and a wait (docs/decisions/2026-11-27-mst-round-bodies-per-platform.md,
+docs/decisions/2026-12-04-matrix-tree-and-mst-measurements.md). So the program picks
 its round body by the platform it is compiled for (`lax.platform_dependent`): on GPUs and TPUs a
 round is a straight line of kernels (every column searched, `_cycles` with a fixed number of steps),
 the one predicate left per round being the rounds loop's own (`incremental` in `_mst_nodes`).
@@ -95,7 +91,7 @@ def _take(x, index):
 
   Every per-sentence lookup of the algorithm goes through here. A row-wise gather written per sentence
   and vmapped becomes a batched gather that builds (batch, index) pairs on every call; on the CPU that
-  cost more than the lookups themselves (512 x 32: the pointer doubling took 2.9 of ~4.5 ms a round).
+  cost more than the lookups themselves.
   """
   flat = _flat_segments(index, x.shape[1])
   return x.reshape(-1).at[flat].get(mode='promise_in_bounds').reshape(index.shape)
@@ -175,7 +171,7 @@ def _best_incoming(keys_by_column, rep, column_rep=None):
   usable_keys = jnp.where(rep[:, None, :] != column_rep[:, :, None], keys_by_column, -jnp.inf)
   best = jnp.max(usable_keys, axis=-1)
   # The lowest source reaching the maximum, as a float reduction (XLA's CPU runs those through its
-  # fast reduction kernels; an integer min, an argmax or top_k took 1.2-3x longer per round).
+  # fast reduction kernels; an integer min, an argmax or top_k is slower).
   source = lax.broadcasted_iota(jnp.float32, usable_keys.shape, 2)
   source = jnp.min(jnp.where(usable_keys == best[..., None], source, n_nodes), axis=-1)
   return best, jnp.minimum(source.astype(jnp.int32), n_nodes - 1)

@@ -5,8 +5,8 @@ second program over the flagged elements only, after the LU program; inside a tr
 LU path alone by default ('flag': flagged elements NaN, derivatives zero), so that the programs
 users run most (a model's train and eval steps) compile without the exact path; the training loop
 recomputes the examples whose trees were flagged with a separate program (`training.steps`), and
-'in_program' puts the exact path above inside the caller's program. (The in-program exact path was
-~95% of the CPU compile time of a value + gradient through `marginals` at 4 x 8.)
+'in_program' puts the exact path above inside the caller's program (most of the compile time of a
+program that differentiates `marginals`: docs/decisions/2026-12-02-exact-path-out-of-hot-programs.md).
 """
 import contextlib
 import contextvars
