@@ -1,28 +1,24 @@
-"""Flags of the launchers that run a trained workdir on input files, defined once here.
+"""`--workdir` and `--checkpoint` of the launchers that read a trained workdir, defined once here.
 
     from launch import _workdir_flags
-    workdir, checkpoint = _workdir_flags.WORKDIR.value, _workdir_flags.checkpoint()
+    def main(argv):
+      checkpoint = _workdir_flags.start(argv)  # no stray arguments; compilation cache; --checkpoint
+      ... _workdir_flags.WORKDIR.value ...
 
-Importing the module defines `--workdir` (required), `--checkpoint` ('best', 'latest' or a step),
-`--input` (required) and `--output`, and the input-reading flags `--on_bad_lines` and `--encoding`
-(launch.predict, launch.encode: one process may import both).
+`--workdir` is required by `start` (launch.parse passes `workdir_required=False`: its annotation mode
+needs none); `--checkpoint` takes 'best', 'latest' or a step number. launch.train defines its own
+`--workdir` (the folder a run writes, not one it reads). Which settings are flags and which are config
+keys: docs/configs.md ("Flags and config keys").
 """
-import sys
-
+from absl import app
 from absl import flags
 
+from launch import _compilation_cache
 from launch import _errors
 
-WORKDIR = flags.DEFINE_string('workdir', None, 'A training workdir.', required=True)
+WORKDIR = flags.DEFINE_string('workdir', None, 'The trained workdir to read (launch.parse with --annotate: '
+                              "default the config's data.trees).")
 CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
-ON_BAD_LINES = flags.DEFINE_enum('on_bad_lines', 'error', ['error', 'skip'],
-                                 "'error': stop at the first bad input line (empty, unparseable, a pair "
-                                 "line without its tab, undecodable), after writing the output of the lines "
-                                 "before it; 'skip': leave such lines out, counted.")
-ENCODING = flags.DEFINE_string('encoding', 'utf-8', 'Text encoding of the input file.')
-INPUT = flags.DEFINE_string('input', None, "Input text file ('-': stdin).", required=True)
-OUTPUT = flags.DEFINE_string('output', None, "Output file (launch.predict: JSON lines, default '-' = "
-                             'stdout; launch.encode: a .npy file, required).')
 
 
 def checkpoint() -> int | str:
@@ -30,8 +26,13 @@ def checkpoint() -> int | str:
   return _errors.checkpoint(CHECKPOINT.value)
 
 
-def open_input(path: str):
-  """The input's byte lines and its name in messages: '-' is stdin."""
-  if path == '-':
-    return sys.stdin.buffer, '<stdin>'
-  return open(path, 'rb'), path  # pylint: disable=consider-using-with
+def start(argv: list[str], *, workdir_required: bool = True) -> int | str:
+  """The opening of a workdir launcher's `main`: no arguments besides flags, --workdir given (unless
+  not required), the persistent compilation cache enabled; returns the --checkpoint value."""
+  if len(argv) > 1:
+    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  if workdir_required and not WORKDIR.value:
+    raise app.UsageError('--workdir must have a value: a training workdir (launch.train wrote it)')
+  chosen = checkpoint()
+  _compilation_cache.enable()
+  return chosen

@@ -16,17 +16,16 @@ import numpy as np
 
 from jax_structured.analysis import predict
 from jax_structured.analysis import raw_text
-from launch import _compilation_cache
 from launch import _errors
+from launch import _input_flags
 from launch import _workdir_flags
 
 
-
 def _save(vectors: np.ndarray, description: dict) -> None:
-  np.save(_workdir_flags.OUTPUT.value, vectors.astype(np.float32))
-  path = (_workdir_flags.OUTPUT.value[:-4] if _workdir_flags.OUTPUT.value.endswith('.npy') else _workdir_flags.OUTPUT.value) + '.json'
-  description = {**description, 'vectors': _workdir_flags.OUTPUT.value if _workdir_flags.OUTPUT.value.endswith('.npy')
-                 else _workdir_flags.OUTPUT.value + '.npy'}
+  np.save(_input_flags.OUTPUT.value, vectors.astype(np.float32))
+  path = (_input_flags.OUTPUT.value[:-4] if _input_flags.OUTPUT.value.endswith('.npy') else _input_flags.OUTPUT.value) + '.json'
+  description = {**description, 'vectors': _input_flags.OUTPUT.value if _input_flags.OUTPUT.value.endswith('.npy')
+                 else _input_flags.OUTPUT.value + '.npy'}
   with open(path, 'w', encoding='utf-8') as f:
     json.dump(description, f, indent=2)
   print(f'{description["rows"]} x {description["dimension"]} float32 vectors written to '
@@ -34,18 +33,16 @@ def _save(vectors: np.ndarray, description: dict) -> None:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  if not _workdir_flags.OUTPUT.value or _workdir_flags.OUTPUT.value == '-':
+  checkpoint = _workdir_flags.start(argv)
+  if not _input_flags.OUTPUT.value or _input_flags.OUTPUT.value == '-':
     raise app.UsageError('--output=FILE.npy is required (the vectors file; its description goes beside it '
                          'as FILE.json)')
-  _compilation_cache.enable()
-  predictor = predict.Predictor(_workdir_flags.WORKDIR.value, _workdir_flags.checkpoint())
-  stream, source = _workdir_flags.open_input(_workdir_flags.INPUT.value)
+  predictor = predict.Predictor(_workdir_flags.WORKDIR.value, checkpoint)
+  stream, source = _input_flags.open_input(_input_flags.INPUT.value)
   try:
     vectors, description = predict.encode_file(predictor, stream, source=source,
-                                               on_bad_lines=_workdir_flags.ON_BAD_LINES.value,
-                                               encoding=_workdir_flags.ENCODING.value)
+                                               on_bad_lines=_input_flags.ON_BAD_LINES.value,
+                                               encoding=_input_flags.ENCODING.value)
   except raw_text.BadLine as e:
     _save(e.vectors, e.description)  # the rows of the lines before the bad one are not lost
     raise

@@ -9,27 +9,20 @@ naming the file it could not save, and exit status 2.
 """
 import json
 
-from absl import app
 from absl import flags
 
 from jax_structured import errors
-from launch import _compilation_cache
 from launch import _errors
+from launch import _workdir_flags
 
-_WORKDIR = flags.DEFINE_string('workdir', None, 'A training workdir.')
 _SPLIT = flags.DEFINE_string('split', 'test', 'Split to evaluate (validation, test, ...).')
-_CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
-flags.mark_flags_as_required(['workdir'])
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  _compilation_cache.enable()
-  checkpoint = _errors.checkpoint(_CHECKPOINT.value)
+  checkpoint = _workdir_flags.start(argv)
   from jax_structured import training  # pylint: disable=g-import-not-at-top
   try:
-    result = training.evaluate(_WORKDIR.value, _SPLIT.value, checkpoint=checkpoint)
+    result = training.evaluate(_workdir_flags.WORKDIR.value, _SPLIT.value, checkpoint=checkpoint)
   except errors.NotSavedError as e:
     print(json.dumps(e.result, indent=2, sort_keys=True))
     raise  # its one line: the file not saved, and why

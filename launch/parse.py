@@ -33,15 +33,12 @@ from absl import flags
 from jax_structured import errors
 from jax_structured.data import sentences
 
-from launch import _compilation_cache
 from launch import _errors
+from launch import _workdir_flags
 
-_WORKDIR = flags.DEFINE_string('workdir', None, 'Training workdir of a parser.biaffine model '
-                               '(annotation mode: default the config\'s data.trees).')
 _INPUT = flags.DEFINE_string('input', None, 'File to parse (file mode).')
 _OUTPUT = flags.DEFINE_string('output', None, 'CoNLL-U file to write (file mode).')
 _FORMAT = flags.DEFINE_enum('format', 'raw', sentences.INPUT_FORMATS, 'Input format (file mode).')
-_CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Sentences per batch.')
 _ANNOTATE = flags.DEFINE_string(
     'annotate', None, 'Annotation mode: a launch config file (path[:options]) or a loader name whose '
@@ -92,16 +89,13 @@ def data_section(spec: str, data_json: str | None, text_classification_dir: str 
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  _compilation_cache.enable()
-  checkpoint = _errors.checkpoint(_CHECKPOINT.value)
+  checkpoint = _workdir_flags.start(argv, workdir_required=False)  # annotation mode: data.trees
   from jax_structured.analysis import parsing  # pylint: disable=g-import-not-at-top
   if _ANNOTATE.value:
     if _INPUT.value or _OUTPUT.value:
       raise app.UsageError('--annotate parses a dataset: leave out --input / --output')
     data = data_section(_ANNOTATE.value, _DATA.value, _TEXT_CLASSIFICATION_DIR.value)
-    workdir = _WORKDIR.value or data.get('trees', '')
+    workdir = _workdir_flags.WORKDIR.value or data.get('trees', '')
     if not workdir:
       raise app.UsageError('--annotate needs the parser: --workdir=PARSER (or data.trees in the config)')
     stats = parsing.annotate(workdir, data, checkpoint=checkpoint, batch_size=_BATCH_SIZE.value)
@@ -113,9 +107,9 @@ def main(argv):
     return
   if _DATA.value or _TEXT_CLASSIFICATION_DIR.value:
     raise app.UsageError('--data and --text_classification_dir go with --annotate')
-  if not _WORKDIR.value or not _INPUT.value or not _OUTPUT.value:
+  if not _workdir_flags.WORKDIR.value or not _INPUT.value or not _OUTPUT.value:
     raise app.UsageError('file mode needs --workdir, --input and --output (or use --annotate)')
-  stats = parsing.parse_file(_WORKDIR.value, _INPUT.value, _OUTPUT.value, fmt=_FORMAT.value,
+  stats = parsing.parse_file(_workdir_flags.WORKDIR.value, _INPUT.value, _OUTPUT.value, fmt=_FORMAT.value,
                              checkpoint=checkpoint, batch_size=_BATCH_SIZE.value)
   print(f'parsed {stats["sentences"]} sentences ({stats["words"]} words) in {stats["seconds"]:.2f} s: '
         f'{stats["sentences_per_second"]:.1f} sentences/s overall, '

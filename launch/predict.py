@@ -18,8 +18,8 @@ from absl import app
 from absl import flags
 
 from jax_structured.analysis import predict
-from launch import _compilation_cache
 from launch import _errors
+from launch import _input_flags
 from launch import _workdir_flags
 
 _DETAILS = flags.DEFINE_list('details', [], f'Also output the sown values: any of {sorted(predict.DETAILS)}.')
@@ -28,23 +28,21 @@ _NUM_PICTURES = flags.DEFINE_integer('num_pictures', 5, 'How many trees --trees 
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  checkpoint = _workdir_flags.start(argv)
   bad = sorted(set(_DETAILS.value) - set(predict.DETAILS))
   if bad:
     raise app.UsageError(f'--details={",".join(bad)}: valid {sorted(predict.DETAILS)}')
-  _compilation_cache.enable()
-  predictor = predict.Predictor(_workdir_flags.WORKDIR.value, _workdir_flags.checkpoint())
-  stream, source = _workdir_flags.open_input(_workdir_flags.INPUT.value)
-  output = _workdir_flags.OUTPUT.value or '-'
+  predictor = predict.Predictor(_workdir_flags.WORKDIR.value, checkpoint)
+  stream, source = _input_flags.open_input(_input_flags.INPUT.value)
+  output = _input_flags.OUTPUT.value or '-'
   out = sys.stdout if output == '-' else open(output, 'w', encoding='utf-8')  # pylint: disable=consider-using-with
   try:
     def write(line):
       out.write(line + '\n')
       out.flush()
     result = predict.predict_file(predictor, stream, write, source=source,
-                                  on_bad_lines=_workdir_flags.ON_BAD_LINES.value,
-                                  encoding=_workdir_flags.ENCODING.value, details=_DETAILS.value,
+                                  on_bad_lines=_input_flags.ON_BAD_LINES.value,
+                                  encoding=_input_flags.ENCODING.value, details=_DETAILS.value,
                                   trees_dir=_TREES.value, num_pictures=_NUM_PICTURES.value)
   finally:
     if out is not sys.stdout:

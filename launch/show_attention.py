@@ -7,30 +7,24 @@ Usage:
 Writes `<output_dir>/sentence_*.svg` (one per sentence and LSTMN layer) and `index.html`
 (default output_dir: `<workdir>/attention_<split>`); see `jax_structured.analysis.attention`.
 """
-from absl import app
 from absl import flags
 
 from jax_structured.analysis import attention
 
-from launch import _compilation_cache
 from launch import _errors
+from launch import _workdir_flags
 
-WORKDIR = flags.DEFINE_string('workdir', None, 'Training workdir of an lstmn.* model.', required=True)
 SPLIT = flags.DEFINE_string('split', 'validation', 'Split to draw: train, validation (dev) or test.')
 NUM_SENTENCES = flags.DEFINE_integer('num_sentences', 4, 'How many sentences (the first of the split).',
                                      lower_bound=1)
 OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Output folder (default <workdir>/attention_<split>).')
-CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
 MIN_WEIGHT = flags.DEFINE_float('min_weight', 0.05, 'Arcs below this attention weight are not drawn.',
                                 lower_bound=0.0, upper_bound=1.0)
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  _compilation_cache.enable()
-  checkpoint = _errors.checkpoint(CHECKPOINT.value)
-  result = attention.render_attention(WORKDIR.value, SPLIT.value, num_sentences=NUM_SENTENCES.value,
+  checkpoint = _workdir_flags.start(argv)
+  result = attention.render_attention(_workdir_flags.WORKDIR.value, SPLIT.value, num_sentences=NUM_SENTENCES.value,
                                       output_dir=OUTPUT_DIR.value, checkpoint=checkpoint,
                                       min_weight=MIN_WEIGHT.value)
   print(f'{len(result["files"]) - 1} pictures of step {result["step"]} in {result["output_dir"]} '

@@ -9,19 +9,15 @@ dynamic boundaries after conjunctions, commas and other word classes; writes `in
 with their boundaries marked like Figure 5), `boundaries.json` and `documents.jsonl` to
 `<output_dir>` (default `<workdir>/boundaries_<split>`); see `jax_structured.analysis.boundaries`.
 """
-from absl import app
 from absl import flags
 
-from launch import _compilation_cache
 from launch import _errors
+from launch import _workdir_flags
 
-WORKDIR = flags.DEFINE_string('workdir', None, "Training workdir of 'luo_zhu.document_classifier' "
-                              "(encoder 'mhs_rnn' or 'hm_rnn').", required=True)
 SPLIT = flags.DEFINE_string('split', 'test', 'Split to analyse: train, validation (dev) or test.')
 NUM_DOCUMENTS = flags.DEFINE_integer('num_documents', 5, 'How many documents to draw (the first).',
                                      lower_bound=0)
 OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Output folder (default <workdir>/boundaries_<split>).')
-CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
 LAYER = flags.DEFINE_integer('layer', 0, 'HM-RNN: which layer\'s boundaries (0 = the lowest).', lower_bound=0)
 
 
@@ -52,12 +48,9 @@ def summary(result) -> str:
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  _compilation_cache.enable()
-  checkpoint = _errors.checkpoint(CHECKPOINT.value)
+  checkpoint = _workdir_flags.start(argv)
   from jax_structured.analysis import boundaries  # pylint: disable=g-import-not-at-top
-  result = boundaries.show_boundaries(WORKDIR.value, SPLIT.value, num_documents=NUM_DOCUMENTS.value,
+  result = boundaries.show_boundaries(_workdir_flags.WORKDIR.value, SPLIT.value, num_documents=NUM_DOCUMENTS.value,
                                       output_dir=OUTPUT_DIR.value, checkpoint=checkpoint,
                                       layer=LAYER.value)
   print(summary(result))

@@ -13,28 +13,23 @@ import sys
 from absl import app
 from absl import flags
 
-from launch import _compilation_cache
 from launch import _errors
+from launch import _workdir_flags
 
-_WORKDIR = flags.DEFINE_string('workdir', None, 'A trained translation workdir.')
 _INPUT = flags.DEFINE_string('input', None, 'Source text file, one tokenised sentence a line.')
 _OUTPUT = flags.DEFINE_string('output', None, 'Where to write the translations (default: stdout).')
 _BEAM_SIZE = flags.DEFINE_integer('beam_size', 10, 'Beam width (1 = greedy decoding).')
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', 32, 'Sentences per device call.')
 _REFERENCE = flags.DEFINE_string('reference', None, 'Optional reference translations: report BLEU.')
-_CHECKPOINT = flags.DEFINE_string('checkpoint', 'best', "'best', 'latest' or a step number.")
-flags.mark_flags_as_required(['workdir', 'input'])
+flags.mark_flags_as_required(['input'])
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
-  _compilation_cache.enable()
-  checkpoint = _errors.checkpoint(_CHECKPOINT.value)
+  checkpoint = _workdir_flags.start(argv)
   if _BEAM_SIZE.value < 1 or _BATCH_SIZE.value < 1:
     raise app.UsageError('--beam_size and --batch_size must be >= 1')
   from jax_structured.analysis import translate  # pylint: disable=g-import-not-at-top
-  result = translate.translate_file(_WORKDIR.value, _INPUT.value, _OUTPUT.value,
+  result = translate.translate_file(_workdir_flags.WORKDIR.value, _INPUT.value, _OUTPUT.value,
                                     beam_size=_BEAM_SIZE.value, batch_size=_BATCH_SIZE.value,
                                     checkpoint=checkpoint, reference_path=_REFERENCE.value)
   translations = result.pop('translations')

@@ -60,22 +60,16 @@ def open_text(location: Location) -> Iterator[io.TextIOBase]:
 
 
 def _parse_float_fields(fields: Sequence[str], where: str) -> np.ndarray:
-  try:
-    vector = np.asarray([float(x) for x in fields], np.float32)
-  except ValueError:
-    bad = next(x for x in fields if not _is_float(x))
-    raise ValueError(f'{where}: malformed vector value {bad!r}') from None
+  values = []
+  for x in fields:
+    try:
+      values.append(float(x))
+    except ValueError:
+      raise ValueError(f'{where}: malformed vector value {x!r}') from None
+  vector = np.asarray(values, np.float32)
   if not np.all(np.isfinite(vector)):
     raise ValueError(f'{where}: non-finite vector values')
   return vector
-
-
-def _is_float(x: str) -> bool:
-  try:
-    float(x)
-    return True
-  except ValueError:
-    return False
 
 
 def _needs_check(line_no: int) -> bool:
