@@ -93,6 +93,24 @@ def _entropy_reference(arc, root, single_root):
   return float(-(p * np.log(p)).sum())
 
 
+
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_laplacian_and_inverse_give_the_enumerated_log_z_and_marginals(single_root):
+  """`trees.laplacian` with `lu_logdet_and_inverse` or any inverse (`marginals_from_inverse`): the log Z
+  and marginals of enumeration, on a padded batch with garbage in the padding."""
+  arc, root, lengths = _random_problem(np.random.default_rng(3), [5, 3], 5)
+  lap, arc_p, root_p, log_scale = trees.laplacian(arc, root, lengths, single_root=single_root)
+  logdet, inverse = trees.lu_logdet_and_inverse(lap)
+  arc_m, root_m = trees.marginals_from_inverse(arc_p, root_p, jnp.linalg.inv(lap), single_root=single_root)
+  lu_arc_m, _ = trees.marginals_from_inverse(arc_p, root_p, inverse, single_root=single_root)
+  for i, n in enumerate(lengths):
+    log_z, want_arc, want_root = brute_force.reference(arc[i, :n, :n], root[i, :n], single_root)[:3]
+    np.testing.assert_allclose(logdet[i] + log_scale[i], log_z, rtol=1e-10)
+    np.testing.assert_allclose(arc_m[i, :n, :n], want_arc, atol=1e-10)
+    np.testing.assert_allclose(lu_arc_m[i, :n, :n], want_arc, atol=1e-10)
+    np.testing.assert_allclose(root_m[i, :n], want_root, atol=1e-10)
+    assert not np.any(arc_m[i, n:]) and not np.any(root_m[i, n:])
+
 @pytest.mark.parametrize('single_root', ROOT_MODES)
 def test_brute_force_padded_batch(single_root):
   """log Z, marginals, grad(log Z), entropy and KL against enumeration, lengths 6/4/1/3 in one batch."""
@@ -1026,7 +1044,8 @@ def test_bad_input_errors():
     trees.score(arc, np.zeros((2, 3)), np.zeros((2, 4), np.int32))
   with pytest.raises(ValueError, match='num_samples'):
     trees.sample(jax.random.key(0), arc, np.zeros((2, 3)), num_samples=0)
-  assert _matrix_tree.__all__ == ['entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals', 'score']
+  assert _matrix_tree.__all__ == ['entropy', 'kl_divergence', 'laplacian', 'log_partition', 'log_prob',
+                                  'lu_logdet_and_inverse', 'marginals', 'marginals_from_inverse', 'score']
   assert (_sampling.__all__, _statistics.__all__) == (['sample'], ['exact_mode', 'EXACT_MODES'])
 
 

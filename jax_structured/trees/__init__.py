@@ -15,9 +15,12 @@ from jax_structured.trees._kernels import KERNEL_MODES
 from jax_structured.trees._kernels import use_kernels
 from jax_structured.trees._matrix_tree import entropy
 from jax_structured.trees._matrix_tree import kl_divergence
+from jax_structured.trees._matrix_tree import laplacian
 from jax_structured.trees._matrix_tree import log_partition
 from jax_structured.trees._matrix_tree import log_prob
+from jax_structured.trees._matrix_tree import lu_logdet_and_inverse
 from jax_structured.trees._matrix_tree import marginals
+from jax_structured.trees._matrix_tree import marginals_from_inverse
 from jax_structured.trees._matrix_tree import score
 from jax_structured.trees._sampling import sample
 from jax_structured.trees._statistics import EXACT_MODES
@@ -35,7 +38,7 @@ from jax_structured.trees._utils import *  # noqa: F401,F403  (names listed in _
 __all__ = [
     'KERNEL_MODES', 'use_kernels',
     'EXACT_MODES', 'entropy', 'exact_mode', 'kl_divergence', 'log_partition', 'log_prob', 'marginals',
-    'sample', 'score', 'mst',
+    'sample', 'score', 'laplacian', 'marginals_from_inverse', 'lu_logdet_and_inverse', 'mst',
     'projective_log_partition', 'projective_marginals', 'projective_mst',
     'max_marginals', 'projective_max_marginals', 'k_best', 'projective_k_best',
     'labeled_log_partition', 'labeled_marginals', 'labeled_mst', 'labeled_sample', 'labeled_score',

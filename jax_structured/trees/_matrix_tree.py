@@ -48,10 +48,15 @@ float64 scores, and run entirely on the device.
 import jax.numpy as jnp
 
 from jax_structured.trees._lu_path import _arc_mask
+from jax_structured.trees._lu_path import _laplacian
+from jax_structured.trees._lu_path import _lu_logdet_and_inverse
+from jax_structured.trees._lu_path import _marginals_from_inverse
+from jax_structured.trees._lu_path import _potentials
 from jax_structured.trees._lu_path import _prepare
 from jax_structured.trees._statistics import _statistics
 
-__all__ = ['entropy', 'kl_divergence', 'log_partition', 'log_prob', 'marginals', 'score']
+__all__ = ['entropy', 'kl_divergence', 'laplacian', 'log_partition', 'log_prob', 'lu_logdet_and_inverse',
+           'marginals', 'marginals_from_inverse', 'score']
 
 
 def log_partition(arc_scores, root_scores, lengths=None, *, single_root=True, exact=None):
@@ -199,3 +204,59 @@ def kl_divergence(arc_p, root_p, arc_q, root_q, lengths=None, *, single_root=Tru
   expected = (jnp.sum(stats['arc_marginals'] * arc_diff, axis=(-2, -1))
               + jnp.sum(stats['root_marginals'] * root_diff, axis=-1))
   return log_z_q - stats['log_z'] + expected
+
+
+def laplacian(arc_scores, root_scores, lengths=None, *, single_root=True):
+  """The column-shifted Laplacian of the matrix-tree theorem, with its potentials and log-scale.
+
+  What `log_partition` and `marginals` factorise (Liu & Lapata 2018 eqs. 12-14; multi-root: the
+  root potentials on the diagonal), for baselines that put another linear algebra on it (the module
+  docstring gives the shifts): `log Z = log|det L| + log_scale`, and `marginals_from_inverse` of
+  `L^-1` gives the marginals (eq. 15).
+
+  Args:
+    arc_scores: [..., n, n] float, see `log_partition`.
+    root_scores: [..., n] float.
+    lengths: None or int [...].
+    single_root: Koo et al.'s first-row replacement (eq. 14) if True.
+
+  Returns:
+    (lap [..., n, n], arc_potentials [..., n, n], root_potentials [..., n], log_scale [...]):
+    `arc_potentials[h, m] = exp(arc_scores[h, m] - shift[m])` (0 on the diagonal, padding and
+    forbidden arcs), `root_potentials` likewise (and scaled by the root-row shift, single root),
+    identity rows and columns on padding.
+  """
+  arc_scores, root_scores, _, mask = _prepare(arc_scores, root_scores, lengths)
+  arc_potentials, root_potentials, shift, root_shift = _potentials(arc_scores, root_scores, mask, single_root)
+  lap = _laplacian(arc_potentials, root_potentials, mask, single_root)
+  return lap, arc_potentials, root_potentials, jnp.sum(shift, axis=-1) + root_shift
+
+
+def marginals_from_inverse(arc_potentials, root_potentials, inverse, *, single_root=True):
+  """Arc and root marginals from the inverse of `laplacian`'s matrix (Liu & Lapata 2018, eq. 15).
+
+  Args:
+    arc_potentials: [..., n, n] and root_potentials: [..., n], from `laplacian`.
+    inverse: [..., n, n] the inverse of `laplacian`'s `lap`, by any method.
+    single_root: the root mode `laplacian` was called with.
+
+  Returns:
+    (arc_marginals [..., n, n], root_marginals [..., n]), as `marginals` returns them (no error
+    estimate and no exact path: as accurate as `inverse`).
+  """
+  return _marginals_from_inverse(arc_potentials, root_potentials, inverse, single_root)
+
+
+def lu_logdet_and_inverse(lap):
+  """`(log|det lap| [...], lap^-1 [..., n, n])` from one LU factorisation with partial pivoting.
+
+  The linear algebra at the core of `log_partition` and `marginals`, without their closed-form
+  derivative rule, error estimate or exact path (differentiating it differentiates the LU).
+
+  Args:
+    lap: [..., n, n] float, e.g. `laplacian`'s matrix.
+
+  Returns:
+    (logdet [...], inverse [..., n, n]).
+  """
+  return _lu_logdet_and_inverse(lap)

@@ -57,13 +57,13 @@ import numpy as np
 
 from jax_structured import models
 from jax_structured import nn as jsnn
+from jax_structured import trees
 from jax_structured.models import liu_lapata
 from jax_structured import config as config_lib
 from jax_structured.training import optimizers
 from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks
-from jax_structured.trees import _lu_path
 from launch import benchmarks
 from launch.benchmarks import trees as trees_benchmark
 
@@ -482,7 +482,7 @@ def run_breakdown(batch: int, length: int, *, hidden_size: int, semantic_size: i
   Rows: the BiLSTM (`input_size` -> `hidden_size` per direction); for each normaliser (softmax,
   matrix_tree, projective) the normaliser alone on random scores and the whole `StructuredAttention`
   layer (eqs. 7-18) on random BiLSTM outputs, with the normaliser's share of the layer; the batched
-  LU + inverse of the matrix-tree theorem (`trees._lu_path._lu_logdet_and_inverse`).
+  LU + inverse of the matrix-tree theorem (`trees.lu_logdet_and_inverse`).
   """
   dtype = jnp.dtype(dtype)
   keys = jax.random.split(jax.random.key(seed), 8)
@@ -510,7 +510,7 @@ def run_breakdown(batch: int, length: int, *, hidden_size: int, semantic_size: i
         (layer_params, hidden), keys[7])
   eye = jnp.eye(length, dtype=dtype)
   lap = jax.random.uniform(keys[4], (batch, length, length), dtype) + length * eye
-  add('LU + inverse (matrix-tree core)', lambda m: _lu_path._lu_logdet_and_inverse(m), (lap,),
+  add('LU + inverse (matrix-tree core)', trees.lu_logdet_and_inverse, (lap,),
       keys[6])
   times = benchmarks.interleaved_medians(calls, repeats)
   rows = {}

@@ -80,7 +80,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from jax_structured import trees
-from jax_structured.trees import _lu_path
 from launch import benchmarks
 
 DEFAULT_SIZES = '512x32,64x64,32x200'
@@ -155,17 +154,9 @@ def parse_sizes(text):
 # Baselines (same masking and column shift as ours, so only the linear algebra differs).
 
 
-def _laplacian(arc_scores, root_scores, lengths):
-  arc_scores, root_scores, _, mask = _lu_path._prepare(arc_scores, root_scores, lengths)
-  arc_potentials, root_potentials, shift, root_shift = _lu_path._potentials(
-      arc_scores, root_scores, mask, single_root=True)
-  lap = _lu_path._laplacian(arc_potentials, root_potentials, mask, single_root=True)
-  return arc_potentials, root_potentials, jnp.sum(shift, axis=-1) + root_shift, lap
-
-
 def naive_log_partition(arc_scores, root_scores, lengths=None):
   """log Z by `jnp.linalg.slogdet` (single root)."""
-  _, _, log_scale, lap = _laplacian(arc_scores, root_scores, lengths)
+  lap, _, _, log_scale = trees.laplacian(arc_scores, root_scores, lengths, single_root=True)
   return jnp.linalg.slogdet(lap)[1] + log_scale
 
 
@@ -176,9 +167,8 @@ def naive_marginals(arc_scores, root_scores, lengths=None):
 
 def inverse_autodiff_marginals(arc_scores, root_scores, lengths=None):
   """Closed-form marginals (Liu & Lapata eq. 15) from `jnp.linalg.inv`, differentiated by plain autodiff."""
-  arc_potentials, root_potentials, _, lap = _laplacian(arc_scores, root_scores, lengths)
-  return _lu_path._marginals_from_inverse(arc_potentials, root_potentials, jnp.linalg.inv(lap),
-                                              single_root=True)
+  lap, arc_potentials, root_potentials, _ = trees.laplacian(arc_scores, root_scores, lengths, single_root=True)
+  return trees.marginals_from_inverse(arc_potentials, root_potentials, jnp.linalg.inv(lap), single_root=True)
 
 
 def _loss_and_grad(marginals_fn):
