@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 from jax_structured.models import liu_lapata as liu_lapata_models
 from launch import benchmark
+from launch.benchmarks import _liu_lapata_inputs as liu_lapata_inputs
 from launch.benchmarks import liu_lapata
 
 TINY = {'embedding_dim': 6, 'hidden_size': 6, 'semantic_size': 4, 'mlp_hidden': 5, 'dropout_rate': 0.0}
@@ -19,34 +20,34 @@ def test_registered_with_the_dispatcher():
 
 
 def test_parse_sizes_and_doc_shape():
-  assert liu_lapata.parse_sizes('32x16x8, 2x3x4') == [(32, 16, 8), (2, 3, 4)]
-  assert liu_lapata.parse_doc_shape('9x17') == (9, 17)
+  assert liu_lapata_inputs.parse_sizes('32x16x8, 2x3x4') == [(32, 16, 8), (2, 3, 4)]
+  assert liu_lapata_inputs.parse_doc_shape('9x17') == (9, 17)
   for bad in ('32x16', '32x0x8', 'ax2x3'):
     with pytest.raises(ValueError, match=bad):
-      liu_lapata.parse_sizes(f'2x3x4,{bad}')
+      liu_lapata_inputs.parse_sizes(f'2x3x4,{bad}')
   with pytest.raises(ValueError, match='--doc_shape'):
-    liu_lapata.parse_doc_shape('9x17x3')
+    liu_lapata_inputs.parse_doc_shape('9x17x3')
 
 
 def test_parse_overrides():
-  assert liu_lapata.parse_overrides('hidden_size=16, dropout_rate=0.5,attention=simple,'
+  assert liu_lapata_inputs.parse_overrides('hidden_size=16, dropout_rate=0.5,attention=simple,'
                                     'freeze_embeddings=true') == {
                                         'hidden_size': 16, 'dropout_rate': 0.5, 'attention': 'simple',
                                         'freeze_embeddings': True}
-  assert liu_lapata.parse_overrides('') == {}
+  assert liu_lapata_inputs.parse_overrides('') == {}
   with pytest.raises(ValueError, match='hidden_size16'):
-    liu_lapata.parse_overrides('hidden_size16')
+    liu_lapata_inputs.parse_overrides('hidden_size16')
 
 
 def test_select_variants():
-  keys = [v[0] for v in liu_lapata.select_variants(liu_lapata.DOCUMENT_VARIANTS, 'simple, structured')]
+  keys = [v[0] for v in liu_lapata_inputs.select_variants(liu_lapata.DOCUMENT_VARIANTS, 'simple, structured')]
   assert keys == ['simple', 'structured']
-  assert len(liu_lapata.select_variants(liu_lapata.SNLI_VARIANTS, None)) == 4
+  assert len(liu_lapata_inputs.select_variants(liu_lapata.SNLI_VARIANTS, None)) == 4
 
 
 def test_random_batches_follow_the_batch_contract():
   rng = np.random.default_rng(0)
-  pair = liu_lapata.snli_batch(rng, 5, 16, 8, vocab_size=30)
+  pair = liu_lapata_inputs.snli_batch(rng, 5, 16, 8, vocab_size=30)
   liu_lapata_models.validate_batch(pair, 'pair')
   for key, padded in (('premise', 16), ('hypothesis', 8)):
     tokens, lengths = pair[key], pair[f'{key}_lengths']
@@ -55,27 +56,27 @@ def test_random_batches_follow_the_batch_contract():
     real = np.arange(padded) < lengths[:, None]
     assert np.all(tokens[real] >= 1) and np.all(tokens[real] < 30) and np.all(tokens[~real] == 0)
   assert np.all((pair['label'] >= 0) & (pair['label'] < 3))
-  doc = liu_lapata.document_batch(rng, 3, 9, 17, vocab_size=30)
+  doc = liu_lapata_inputs.document_batch(rng, 3, 9, 17, vocab_size=30)
   liu_lapata_models.validate_batch(doc, 'document')
   assert doc['tokens'].shape == (3, 9, 17) and doc['example_mask'].dtype == np.float32
   assert np.all(doc['sentence_lengths'] == 17) and np.all(doc['num_sentences'] == 9)
 
 
 def test_config_loading_and_variants():
-  config, source = liu_lapata.load_config(('no_such_config',), liu_lapata.paper_snli_config)
+  config, source = liu_lapata_inputs.load_config(('no_such_config',), liu_lapata_inputs.paper_snli_config)
   assert 'paper' in source and config.model.hidden_size == 150 and config.optimizer.name == 'adagrad'
-  config, source = liu_lapata.load_config(('default',), liu_lapata.paper_snli_config, package='configs')
+  config, source = liu_lapata_inputs.load_config(('default',), liu_lapata_inputs.paper_snli_config, package='configs')
   assert source == 'configs/default.py' and config.model.name == 'classifier.sentence'
-  base = liu_lapata.paper_document_config()
-  variant = liu_lapata.variant_config(base, {'sentence_attention': 'none'}, {'hidden_size': 8})
+  base = liu_lapata_inputs.paper_document_config()
+  variant = liu_lapata_inputs.variant_config(base, {'sentence_attention': 'none'}, {'hidden_size': 8})
   assert variant.model.sentence_attention == 'none' and variant.model.hidden_size == 8
   assert base.model.sentence_attention == 'structured' and base.model.hidden_size == 100
   # The config's own variant keys apply first, then the attention keys, then the overrides.
-  none = liu_lapata.variant_config(base, {'sentence_attention': 'none', 'document_attention': 'none'},
+  none = liu_lapata_inputs.variant_config(base, {'sentence_attention': 'none', 'document_attention': 'none'},
                                    {}, 'none')
   assert none.model.hidden_size == 75 and none.model.document_attention == 'none'
-  assert liu_lapata.variant_config(base, {}, {'hidden_size': 8}, 'none').model.hidden_size == 8
-  assert liu_lapata.variant_config(base, {}, {}, 'not_a_variant').model.hidden_size == 100
+  assert liu_lapata_inputs.variant_config(base, {}, {'hidden_size': 8}, 'none').model.hidden_size == 8
+  assert liu_lapata_inputs.variant_config(base, {}, {}, 'not_a_variant').model.hidden_size == 100
 
 
 def _log_softmax(x):
@@ -85,8 +86,8 @@ def _log_softmax(x):
 
 def test_timed_train_step_is_forward_backward_and_adagrad():
   """One timed train step == forward + backward + Adagrad update (float64 numpy reference)."""
-  config = liu_lapata.variant_config(liu_lapata.paper_snli_config(), {'attention': 'structured'}, TINY)
-  batch = liu_lapata.snli_batch(np.random.default_rng(1), 4, 5, 3, vocab_size=11)
+  config = liu_lapata_inputs.variant_config(liu_lapata_inputs.paper_snli_config(), {'attention': 'structured'}, TINY)
+  batch = liu_lapata_inputs.snli_batch(np.random.default_rng(1), 4, 5, 3, vocab_size=11)
   bench = liu_lapata.build_bench(config, 'pair', batch, vocab_size=11, num_classes=3)
   params0 = jax.device_get(bench.state.params)
 

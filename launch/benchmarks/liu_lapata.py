@@ -30,8 +30,8 @@ with `block_until_ready`), on random batches of the padded shapes below:
 
 Models and optimisers come from `configs/liu_lapata/snli.py` and `configs/liu_lapata/yelp13.py`
 (`config.model` with the per-variant keys of `config.variants`, and `config.optimizer`) when those
-files exist, otherwise from the paper's settings written out below (`paper_snli_config`,
-`paper_document_config`); the printout says which.
+files exist, otherwise from the paper's settings (`paper_snli_config`,
+`paper_document_config` in `launch/benchmarks/_liu_lapata_inputs.py`); the printout says which.
 Word embeddings are random (same cost as pretrained ones) with `--vocab_size` rows and are trained,
 as in the paper, so the Adagrad update touches the whole table every step.
 
@@ -45,7 +45,6 @@ verdicts are labelled with that device, since only the ratios carry over.
 """
 import dataclasses
 import functools
-import importlib
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from absl import flags
@@ -65,6 +64,7 @@ from jax_structured.training import parallel
 from jax_structured.training import steps
 from jax_structured.training import tasks
 from launch import benchmarks
+from launch.benchmarks import _liu_lapata_inputs as inputs
 from launch.benchmarks import trees as trees_benchmark
 
 DEFAULT_BATCH_SIZE = 32
@@ -88,8 +88,6 @@ MODEL_OVERRIDES = flags.DEFINE_string('model_overrides', '',
 DEFAULT_SIZES = '32x16x8'
 PARTS_KNOWN = ('snli', 'document', 'breakdown')
 YELP_DOCUMENTS = 335_000  # Table 3
-SNLI_CLASSES = 3
-YELP_CLASSES = 5
 
 # Table 2 (GTX TITAN X Pascal): seconds per instance on the SNLI test set, (max, avg).
 PAPER_SNLI = {'none': (0.0050, 0.0033), 'simple': (0.0057, 0.0042),
@@ -118,176 +116,6 @@ DOCUMENT_VARIANTS = (
     ('structured', 'structured (both)', 'structured', 'structured', 'both'),
     ('inside_outside', 'inside-outside (both)', 'inside_outside', 'inside_outside', None),
 )
-
-
-# ----------------------------------------------------------------------------------------------
-# Flags and configs.
-
-
-def parse_sizes(text: str) -> list[tuple[int, int, int]]:
-  """'32x16x8,32x32x16' -> [(32, 16, 8), (32, 32, 16)] (batch, premise, hypothesis lengths).
-
-  Raises:
-    ValueError naming the bad item.
-  """
-  return benchmarks.parse_sizes(text, ('BATCH', 'PREMISE', 'HYPOTHESIS'))
-
-
-def parse_doc_shape(text: str) -> tuple[int, int]:
-  """'9x17' -> (9, 17) (sentences per document, words per sentence); ValueError otherwise."""
-  parts = text.strip().lower().split('x')
-  if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-    raise ValueError(f'--doc_shape={text!r} is not SENTENCESxWORDS with positive integers')
-  return int(parts[0]), int(parts[1])
-
-
-def parse_overrides(text: str) -> dict[str, Any]:
-  """'hidden_size=16,attention=simple' -> {'hidden_size': 16, 'attention': 'simple'}.
-
-  Values are read as int, float, true/false, or kept as strings.
-
-  Raises:
-    ValueError naming an item without '='.
-  """
-  out = {}
-  for item in (text or '').split(','):
-    item = item.strip()
-    if not item:
-      continue
-    key, sep, value = item.partition('=')
-    if not sep or not key.strip():
-      raise ValueError(f'--model_overrides item {item!r} is not key=value (in {text!r})')
-    out[key.strip()] = _parse_value(value.strip())
-  return out
-
-
-def _parse_value(text: str) -> Any:
-  if text.lower() in ('true', 'false'):
-    return text.lower() == 'true'
-  for cast in (int, float):
-    try:
-      return cast(text)
-    except ValueError:
-      pass
-  return text
-
-
-def select_variants(variants: Sequence[tuple], keep: Optional[str]) -> list[tuple]:
-  """The variants whose key is in the comma-separated `keep` (all when None)."""
-  if keep is None:
-    return list(variants)
-  wanted = {k.strip() for k in keep.split(',') if k.strip()}
-  return [v for v in variants if v[0] in wanted]
-
-
-def paper_snli_config() -> ml_collections.ConfigDict:
-  """The SNLI settings of sec. 4.1: LSTM 150 (100 semantic + 50 structure), GloVe 300-d (trained),
-  two-layer perceptrons of 200, dropout 0.2, Adagrad with learning rate 0.05, batches of 32."""
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'pair'
-  config.model = ml_collections.ConfigDict({
-      'name': 'liu_lapata.pair_classifier', 'embedding_dim': 300, 'hidden_size': 150,
-      'semantic_size': 100, 'attention': 'structured', 'mlp_hidden': 200, 'dropout_rate': 0.2})
-  config.optimizer = config_lib.optimizer_defaults()
-  config.optimizer.name = 'adagrad'
-  config.optimizer.learning_rate = 0.05
-  return config
-
-
-def paper_document_config() -> ml_collections.ConfigDict:
-  """The document settings of sec. 4.2: word2vec 200-d (trained), LSTMs of 100 (75 semantic + 25
-  structure) at both levels, dropout 0.3 on input and output layers, Adagrad 0.05, L2 1e-4 on all
-  parameters but the embeddings, batches of 32."""
-  config = ml_collections.ConfigDict()
-  config.seed = 0
-  config.task = 'document'
-  config.model = ml_collections.ConfigDict({
-      'name': 'liu_lapata.document_classifier', 'embedding_dim': 200, 'hidden_size': 100,
-      'semantic_size': 75, 'sentence_attention': 'structured', 'document_attention': 'structured',
-      'pooling': 'max', 'mlp_hidden': 0, 'dropout_rate': 0.3})
-  config.optimizer = config_lib.optimizer_defaults()
-  config.optimizer.name = 'adagrad'
-  config.optimizer.learning_rate = 0.05
-  config.optimizer.weight_decay = 1e-4
-  config.variants = ml_collections.ConfigDict({'none': {'model': {'hidden_size': 75}}})  # "75D"
-  return config
-
-
-def load_config(names: Sequence[str], fallback: Callable[[], ml_collections.ConfigDict],
-                package: str = 'configs.liu_lapata') -> tuple[ml_collections.ConfigDict, str]:
-  """`get_config()` of the first existing `configs/liu_lapata/<name>.py`, else `fallback()`.
-
-  Returns:
-    (config, source) with source the config file's path or a note that the paper's settings are used.
-  """
-  for name in names:
-    module_name = f'{package}.{name}'
-    try:
-      module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-      if e.name == module_name or module_name.startswith(f'{e.name}.'):
-        continue  # the file (or its package) does not exist: try the next name
-      raise
-    return module.get_config(), module_name.replace('.', '/') + '.py'
-  paths = ', '.join(f'{package.replace(".", "/")}/{n}.py' for n in names)
-  return fallback(), f"the paper's settings (no {paths})"
-
-
-def variant_config(config: ml_collections.ConfigDict, attention: Mapping[str, str],
-                   overrides: Mapping[str, Any], variant: Optional[str] = None,
-                   ) -> ml_collections.ConfigDict:
-  """A copy of `config` whose `config.model` is updated, in order, by the model keys of
-  `config.variants[variant]` (when the config defines that variant: e.g. the 75-d "no attention" row
-  of Table 4), the variant's attention keys, and `overrides`."""
-  config = ml_collections.ConfigDict(config.to_dict())
-  model = config.model.to_dict()
-  variants = config.get('variants') or {}
-  if variant is not None and variant in variants:
-    model.update(dict(variants[variant].get('model', {})))
-  model.update(attention)
-  model.update(overrides)
-  config.model = ml_collections.ConfigDict(model)
-  return config
-
-
-# ----------------------------------------------------------------------------------------------
-# Random batches in the layout of docs/internals.md.
-
-
-def _lengths(rng: np.random.Generator, size: Sequence[int], padded: int) -> np.ndarray:
-  """Real lengths uniform in [padded // 2 + 1, padded] (a bucket holds lengths above the previous
-  boundary, which is half this one for the default geometric boundaries)."""
-  return rng.integers(padded // 2 + 1, padded + 1, size=size).astype(np.int32)
-
-
-def snli_batch(rng: np.random.Generator, batch: int, premise: int, hypothesis: int, vocab_size: int,
-               ) -> dict[str, np.ndarray]:
-  """A random pair batch: premise [B, premise], hypothesis [B, hypothesis] int32 ids in
-  [1, vocab_size) (0 past the lengths), lengths int32 [B], label int32 [B] in [0, 3),
-  example_mask float32 [B] of ones."""
-  out = {}
-  for key, padded in (('premise', premise), ('hypothesis', hypothesis)):
-    lengths = _lengths(rng, (batch,), padded)
-    tokens = rng.integers(1, vocab_size, size=(batch, padded)).astype(np.int32)
-    out[key] = np.where(np.arange(padded) < lengths[:, None], tokens, 0).astype(np.int32)
-    out[f'{key}_lengths'] = lengths
-  out['label'] = rng.integers(0, SNLI_CLASSES, size=(batch,)).astype(np.int32)
-  out['example_mask'] = np.ones((batch,), np.float32)
-  return out
-
-
-def document_batch(rng: np.random.Generator, batch: int, sentences: int, words: int, vocab_size: int,
-                   ) -> dict[str, np.ndarray]:
-  """A random document batch: tokens [B, S, T] int32, sentence_lengths [B, S], num_sentences [B]
-  (every slot full: S sentences of T words, the Yelp averages by default), label [B] in [0, 5),
-  example_mask [B]."""
-  tokens = rng.integers(1, vocab_size, size=(batch, sentences, words)).astype(np.int32)
-  return {'tokens': tokens,
-          'sentence_lengths': np.full((batch, sentences), words, np.int32),
-          'num_sentences': np.full((batch,), sentences, np.int32),
-          'label': rng.integers(0, YELP_CLASSES, size=(batch,)).astype(np.int32),
-          'example_mask': np.ones((batch,), np.float32)}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -378,13 +206,13 @@ def run_snli(config: ml_collections.ConfigDict, sizes: Sequence[tuple[int, int, 
   """
   rows = []
   for batch_size, premise, hypothesis in sizes:
-    batch = snli_batch(np.random.default_rng([seed, batch_size, premise, hypothesis]), batch_size,
+    batch = inputs.snli_batch(np.random.default_rng([seed, batch_size, premise, hypothesis]), batch_size,
                        premise, hypothesis, vocab_size)
     calls = {}
     for key, _, attention in variants:
       logging.info('SNLI %s at %dx%dx%d', key, batch_size, premise, hypothesis)
-      bench = build_bench(variant_config(config, {'attention': attention}, overrides or {}, key),
-                          'pair', batch, vocab_size=vocab_size, num_classes=SNLI_CLASSES, dtype=dtype)
+      bench = build_bench(inputs.variant_config(config, {'attention': attention}, overrides or {}, key),
+                          'pair', batch, vocab_size=vocab_size, num_classes=inputs.SNLI_CLASSES, dtype=dtype)
       calls[key, 'train'], calls[key, 'infer'] = bench.train, bench.evaluate
     times = benchmarks.interleaved_medians(calls, repeats)
     size_rows = []
@@ -428,16 +256,16 @@ def run_documents(config: ml_collections.ConfigDict, batch_size: int, doc_shape:
     documents), 'x simple', 'compile s', 'paper epoch min' (where the paper gives one).
   """
   sentences, words = doc_shape
-  batch = document_batch(np.random.default_rng([seed, batch_size, sentences, words]), batch_size,
+  batch = inputs.document_batch(np.random.default_rng([seed, batch_size, sentences, words]), batch_size,
                          sentences, words, vocab_size)
   calls, hidden = {}, {}
   for key, _, sentence_attention, document_attention, config_variant in variants:
     logging.info('documents %s at %dx%dx%d', key, batch_size, sentences, words)
     attention = {'sentence_attention': sentence_attention, 'document_attention': document_attention}
-    variant = variant_config(config, attention, overrides or {}, config_variant)
+    variant = inputs.variant_config(config, attention, overrides or {}, config_variant)
     hidden[key] = variant.model.get('hidden_size', '-')
     calls[key] = build_bench(variant, 'document', batch, vocab_size=vocab_size,
-                             num_classes=YELP_CLASSES, dtype=dtype).train
+                             num_classes=inputs.YELP_CLASSES, dtype=dtype).train
   times = benchmarks.interleaved_medians(calls, repeats)
   rows = []
   for key, label, *_ in variants:
@@ -486,7 +314,7 @@ def run_breakdown(batch: int, length: int, *, hidden_size: int, semantic_size: i
   """
   dtype = jnp.dtype(dtype)
   keys = jax.random.split(jax.random.key(seed), 8)
-  lengths = jnp.asarray(_lengths(np.random.default_rng(seed), (batch,), length))
+  lengths = jnp.asarray(inputs.random_lengths(np.random.default_rng(seed), (batch,), length))
   calls = {}
 
   def add(component, fn, args, key):
@@ -608,31 +436,31 @@ def run(parts: Sequence[str], *, sizes: Sequence[tuple[int, int, int]], batch_si
              f'are a GTX Titan X and the goals are for one {GOAL_DEVICE}: compare ratios, not absolute '
              'times.')
   out = {'snli': [], 'document': [], 'breakdown': [], 'sources': {}}
-  snli_config, snli_source = load_config(('snli',), paper_snli_config)
-  doc_config, doc_source = load_config(('yelp13', 'yelp'), paper_document_config)
+  snli_config, snli_source = inputs.load_config(('snli',), inputs.paper_snli_config)
+  doc_config, doc_source = inputs.load_config(('yelp13', 'yelp'), inputs.paper_document_config)
   out['sources'] = {'snli': snli_source, 'document': doc_source}
   if 'snli' in parts:
     print_fn(f'\nSNLI pair classifier (Table 2), model + optimiser from {snli_source}: '
-             f'{dict(variant_config(snli_config, {}, overrides).model)}, optimizer '
+             f'{dict(inputs.variant_config(snli_config, {}, overrides).model)}, optimizer '
              f'{snli_config.optimizer.name} lr {snli_config.optimizer.learning_rate}. train = '
              'forward + backward + update (steps.train_step), infer = steps.eval_step; s/inst = '
              'step time / batch; "paper" = Table 2, GTX Titan X (Pascal), SNLI test set')
     out['snli'] = run_snli(snli_config, sizes, repeats=repeats, vocab_size=vocab_size, dtype=dtype,
-                           variants=select_variants(SNLI_VARIANTS, keep), overrides=overrides)
+                           variants=inputs.select_variants(SNLI_VARIANTS, keep), overrides=overrides)
     print_fn(_format_rows(out['snli']))
   if 'document' in parts:
     print_fn(f'\nDocument classifier (Table 4 variants), training, model + optimiser from {doc_source}: '
-             f'{dict(variant_config(doc_config, {}, overrides).model)}, optimizer '
+             f'{dict(inputs.variant_config(doc_config, {}, overrides).model)}, optimizer '
              f'{doc_config.optimizer.name} lr {doc_config.optimizer.learning_rate}. size = documents x '
              f'sentences x words; Yelp epoch = {YELP_DOCUMENTS} documents / (docs/s); "paper" = sec. 4.2 '
              '(20 min, structured) and footnote 4 (5 h, inside-outside), GTX Titan X')
     out['document'] = run_documents(doc_config, batch_size, doc_shape, repeats=repeats,
                                     vocab_size=vocab_size, dtype=dtype,
-                                    variants=select_variants(DOCUMENT_VARIANTS, keep),
+                                    variants=inputs.select_variants(DOCUMENT_VARIANTS, keep),
                                     overrides=overrides)
     print_fn(_format_rows(out['document']))
   if 'breakdown' in parts:
-    model = variant_config(snli_config, {}, overrides).model
+    model = inputs.variant_config(snli_config, {}, overrides).model
     hidden_size = int(model.get('hidden_size', 150))
     semantic_size = int(model.get('semantic_size', 100))
     input_size = int(model.get('embedding_dim', 300))
@@ -661,10 +489,10 @@ def main(argv):
   if benchmarks.DTYPE.value == 'float64':
     jax.config.update('jax_enable_x64', True)
   parts = [p.strip() for p in PARTS.value.split(',') if p.strip()]
-  run(parts, sizes=parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES),
-      batch_size=BATCH_SIZE.value, doc_shape=parse_doc_shape(DOC_SHAPE.value),
+  run(parts, sizes=inputs.parse_sizes(benchmarks.SIZES.value or DEFAULT_SIZES),
+      batch_size=BATCH_SIZE.value, doc_shape=inputs.parse_doc_shape(DOC_SHAPE.value),
       repeats=benchmarks.REPEATS.value, vocab_size=VOCAB_SIZE.value, dtype=benchmarks.DTYPE.value,
-      keep=VARIANTS.value, overrides=parse_overrides(MODEL_OVERRIDES.value))
+      keep=VARIANTS.value, overrides=inputs.parse_overrides(MODEL_OVERRIDES.value))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -695,15 +523,15 @@ def report_tables(report_run):
   quick, repeats, dtype = report_run.quick, report_run.repeats, report_run.dtype
   overrides = dict(QUICK_OVERRIDES) if quick else {}
   vocab_size = QUICK_VOCAB_SIZE if quick else DEFAULT_VOCAB_SIZE
-  sizes = [QUICK_SNLI_SIZE] if quick else parse_sizes(DEFAULT_SIZES)
+  sizes = [QUICK_SNLI_SIZE] if quick else inputs.parse_sizes(DEFAULT_SIZES)
   device_kind = jax.devices()[0].device_kind
-  snli_config, snli_source = load_config(('snli',), paper_snli_config)
+  snli_config, snli_source = inputs.load_config(('snli',), inputs.paper_snli_config)
   drop = ('key',)
   snli_rows = []
   for size in sizes:
     if report_run.unit(f'liu_lapata SNLI {"x".join(map(str, size))}'):
       snli_rows += run_snli(snli_config, [size], repeats=repeats, vocab_size=vocab_size, dtype=dtype,
-                            variants=select_variants(SNLI_VARIANTS, QUICK_SNLI_VARIANTS if quick else None),
+                            variants=inputs.select_variants(SNLI_VARIANTS, QUICK_SNLI_VARIANTS if quick else None),
                             overrides=overrides)
   if snli_rows:
     yield benchmarks.Table(
@@ -713,7 +541,7 @@ def report_tables(report_run):
         [{k: v for k, v in row.items() if k not in drop} for row in snli_rows],
         goal_lines(snli_rows, [], device_kind))
   if not quick and report_run.unit('liu_lapata breakdown'):
-    model = variant_config(snli_config, {}, overrides).model
+    model = inputs.variant_config(snli_config, {}, overrides).model
     batch, length = sizes[0][0], sizes[0][1]
     rows = run_breakdown(batch, length, hidden_size=int(model.get('hidden_size', 150)),
                          semantic_size=int(model.get('semantic_size', 100)),
@@ -723,11 +551,11 @@ def report_tables(report_run):
         f'{length}], median ms; fwd+bwd = value and gradient of a random weighted sum of the outputs',
         rows)
   if report_run.unit('liu_lapata documents'):
-    doc_config, doc_source = load_config(('yelp13', 'yelp'), paper_document_config)
-    batch_size, doc_shape = QUICK_DOC if quick else (DEFAULT_BATCH_SIZE, parse_doc_shape(DEFAULT_DOC_SHAPE))
+    doc_config, doc_source = inputs.load_config(('yelp13', 'yelp'), inputs.paper_document_config)
+    batch_size, doc_shape = QUICK_DOC if quick else (DEFAULT_BATCH_SIZE, inputs.parse_doc_shape(DEFAULT_DOC_SHAPE))
     rows = run_documents(doc_config, batch_size, doc_shape, repeats=repeats, vocab_size=vocab_size,
                          dtype=dtype,
-                         variants=select_variants(DOCUMENT_VARIANTS,
+                         variants=inputs.select_variants(DOCUMENT_VARIANTS,
                                                   QUICK_DOCUMENT_VARIANTS if quick else None),
                          overrides=overrides)
     yield benchmarks.Table(

@@ -34,6 +34,7 @@ import numpy as np
 from configs.parser import ewt
 from jax_structured.models import parser
 from launch import benchmarks
+from launch.benchmarks import _liu_lapata_inputs as liu_lapata_inputs
 from launch.benchmarks import liu_lapata as liu_lapata_benchmark
 from launch.benchmarks import trees as trees_benchmark
 
@@ -107,7 +108,7 @@ def measure(config: ml_collections.ConfigDict, batch_size: int, length: int, *, 
   benches = {}
   for loss in ('crf', 'local'):
     logging.info('parser: train %s at %dx%d', loss, batch_size, length)
-    variant = liu_lapata_benchmark.variant_config(config, {}, {}, loss)
+    variant = liu_lapata_inputs.variant_config(config, {}, {}, loss)
     benches[loss] = liu_lapata_benchmark.build_bench(
         variant, 'parse', batch, vocab_size=vocab_size, num_classes=model_config.num_relations,
         dtype=dtype)
