@@ -193,8 +193,8 @@ def goal_note(goal: str, measured: str, ok: bool, device_kind: str, goal_device:
   return f'goal: {goal}: {measured}, {"met" if ok else "missed"} {where}'
 
 
-def trees_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]:
-  """The trees benchmark's columns (median ms) and its ratios to the baselines, with the goals."""
+def _trees_rows(report_run: benchmarks.ReportRun) -> list[dict]:
+  """The trees benchmark's rows (`launch.benchmarks.trees.run`) at the report's sizes (or `--sizes`)."""
   from launch.benchmarks import trees as trees_benchmark  # pylint: disable=g-import-not-at-top
   rows = []
   sizes = TREES_QUICK_SIZES if report_run.quick else TREES_SIZES
@@ -203,13 +203,15 @@ def trees_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]
   for batch, length in sizes:
     if report_run.unit(f'trees {batch}x{length}'):
       rows += trees_benchmark.run([(batch, length)], repeats=report_run.repeats, dtype=report_run.dtype)
-  if not rows:
-    return
-  torch_struct = package_version('torch-struct')
+  return rows
+
+
+def _trees_absolute_table(rows: list[dict], dtype: str, torch_struct: str) -> benchmarks.Table:
+  """The table of median ms per column (the reference figures left out)."""
   synjax = package_version('synjax')
   absolute = [{k: v for k, v in row.items() if not k.startswith('ref ')} for row in rows]
-  yield benchmarks.Table(
-      f'median ms per call (B x n: batch x sentence length, N(0, 1) scores, {report_run.dtype}); "ours" = '
+  return benchmarks.Table(
+      f'median ms per call (B x n: batch x sentence length, N(0, 1) scores, {dtype}); "ours" = '
       'trees.marginals with the exact path in the program, "model" = as models run it (LU-only program, '
       'flagged sentences by a second program), "inv-AD" = inverse + plain autodiff, "naive" = slogdet + autodiff, "+grad" = '
       'value and gradient of a loss through the marginals, "ts" = torch-struct',
@@ -218,82 +220,103 @@ def trees_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]
                                            ' (its columns are absent)'),
        f'SynJax: {synjax}' + ('' if synjax == 'not installed' else
                               ' (not timed by launch/benchmarks/trees.py)')])
+
+
+def _trees_ratios(row: dict, torch_struct: str) -> dict:
+  """One size's ratios of the columns to each other and to the baselines ('-' where a column is absent)."""
+  ts = 'not installed' if torch_struct == 'not installed' else '-'
+  return {'size': row['size'],
+          'ours/naive marg': _ratio(row.get('ours marg'), row.get('naive marg')),
+          'ours/naive +grad': _ratio(row.get('ours +grad'), row.get('naive +grad')),
+          'ours/inv-AD marg': _ratio(row.get('ours marg'), row.get('inv-AD marg')),
+          'ours/inv-AD +grad': _ratio(row.get('ours +grad'), row.get('inv-AD +grad')),
+          'model/inv-AD marg': _ratio(row.get('model marg'), row.get('inv-AD marg')),
+          'model/inv-AD +grad': _ratio(row.get('model +grad'), row.get('inv-AD +grad')),
+          'model +grad 1 sharp/model +grad': _ratio(row.get('model +grad 1 sharp'), row.get('model +grad')),
+          'model +grad host read ms': (row['model +grad'] - row['model +grad prog']
+                                       if _ratio(row.get('model +grad'), row.get('model +grad prog')) != '-'
+                                       else '-'),
+          'kernel/model marg': _ratio(row.get('kernel marg'), row.get('model marg')),
+          'kernel/model +grad': _ratio(row.get('kernel +grad'), row.get('model +grad')),
+          'kernel/naive +grad': _ratio(row.get('kernel +grad'), row.get('naive +grad')),
+          'kernel +grad 1 sharp/kernel +grad': _ratio(row.get('kernel +grad 1 sharp'), row.get('kernel +grad')),
+          'ours/ts marg': (_ratio(row['ours marg'], row['ts marg']) if 'ts marg' in row else ts),
+          'ours/ts +grad': (_ratio(row['ours +grad'], row['ts +grad']) if 'ts +grad' in row else ts),
+          'mst/TurboParser': _ratio(row.get('mst'), row.get('ref turbo CLE (cpu)')),
+          'marg 1 sharp/marg': _ratio(row.get('marg 1 sharp'), row.get('ours marg')),
+          '+grad 1 sharp/+grad': _ratio(row.get('+grad 1 sharp'), row.get('ours +grad')),
+          'sample 1 sharp/sample': _ratio(row.get('sample 1 sharp'), row.get('sample')),
+          'proj marg ms': row.get('proj marg', '-'),
+          **{f'{c}/mst': _ratio(row.get(c), row.get('mst'))
+             for c in ('k-best 5', 'k-best 16', 'max-marg', 'proj k-best 5', 'proj k-best 16', 'proj max-marg')},
+          **{f'proj k-best {k}/ts top-{k}': _ratio(row.get(f'proj k-best {k}'), row.get(f'ts proj top-{k}'))
+             for k in (5, 16)}}
+
+
+def _trees_goal_notes(row: dict, out: dict, device_kind: str) -> list[str]:
+  """The goals of one size's ratios `out` (`_trees_ratios`), met or not, as report notes."""
+  notes = []
+  for baseline in ('naive', 'ts'):
+    for what in ('marg', '+grad'):
+      ratio = out[f'ours/{baseline} {what}']
+      if isinstance(ratio, float):
+        notes.append(goal_note(f'ours {what} >= {TREES_SPEEDUP_GOAL:g}x faster than {baseline} '
+                               f'({row["size"]})', f'{1 / ratio:.2f}x', 1 / ratio >= TREES_SPEEDUP_GOAL,
+                               device_kind))
+  for column, limit, goal in (
+      ('ours/inv-AD marg', TREES_INV_AD_GOAL, 'ours marg within {:g}x of inv-AD'),
+      ('ours/inv-AD +grad', TREES_INV_AD_GOAL, 'ours +grad within {:g}x of inv-AD'),
+      ('model/inv-AD marg', TREES_INV_AD_GOAL, 'model marg (as models run it) within {:g}x of inv-AD'),
+      ('model/inv-AD +grad', TREES_INV_AD_GOAL, 'model +grad (as models run it) within {:g}x of inv-AD'),
+      ('ours/naive marg', TREES_BASELINE_GOAL, 'ours marg at most {:g}x naive'),
+      ('ours/naive +grad', TREES_BASELINE_GOAL, 'ours +grad at most {:g}x naive'),
+      ('ours/ts marg', TREES_BASELINE_GOAL, 'ours marg at most {:g}x torch-struct'),
+      ('ours/ts +grad', TREES_BASELINE_GOAL, 'ours +grad at most {:g}x torch-struct'),
+      ('marg 1 sharp/marg', TREES_ONE_SHARP_GOAL, 'marg with 1 sharp sentence at most {:g}x none'),
+      ('+grad 1 sharp/+grad', TREES_ONE_SHARP_GOAL, '+grad with 1 sharp sentence at most {:g}x none')):
+    if isinstance(out[column], float):
+      notes.append(goal_note(f'{goal.format(limit)} ({row["size"]})', f'{out[column]:.2f}x',
+                             out[column] <= limit, device_kind,
+                             goal_device=device_kind))  # these goals hold on any device
+  kernel_goal = TREES_KERNEL_GOALS.get(row['size'])
+  if kernel_goal is not None and isinstance(out['kernel/naive +grad'], float):
+    notes.append(goal_note(f'kernel +grad at most {kernel_goal:g}x naive +grad ({row["size"]})',
+                           f'{out["kernel/naive +grad"]:.2f}x', out['kernel/naive +grad'] <= kernel_goal,
+                           device_kind))
+  if isinstance(out['kernel +grad 1 sharp/kernel +grad'], float):
+    notes.append(goal_note(f'kernel +grad with 1 sharp sentence at most {TREES_ONE_SHARP_GOAL:g}x none '
+                           f'({row["size"]})', f'{out["kernel +grad 1 sharp/kernel +grad"]:.2f}x',
+                           out['kernel +grad 1 sharp/kernel +grad'] <= TREES_ONE_SHARP_GOAL, device_kind))
+  if isinstance(out['mst/TurboParser'], float):
+    speedup = 1 / out['mst/TurboParser']
+    notes.append(goal_note(f'mst >= {TREES_MST_GOAL:g}x faster than TurboParser CLE on the CPU '
+                           f'({row["ref turbo CLE (cpu)"]} ms, {row["size"]})', f'{speedup:.2f}x',
+                           speedup >= TREES_MST_GOAL, device_kind))
+  if row['size'] == '512x32' and isinstance(row.get('proj marg'), float):
+    notes.append(goal_note(f'projective marginals < {TREES_PROJECTIVE_GOAL_MS:g} ms (512x32)',
+                           f'{row["proj marg"]:.2f} ms', row['proj marg'] < TREES_PROJECTIVE_GOAL_MS,
+                           device_kind))
+  for column, sizes in (('k-best 16/mst', None), ('max-marg/mst', ('64x64',))):
+    if isinstance(out[column], float) and (sizes is None or row['size'] in sizes):
+      notes.append(goal_note(f'{column.split("/")[0]} within {TREES_KBEST_GOAL:g}x one mst ({row["size"]})',
+                             f'{out[column]:.1f}x', out[column] <= TREES_KBEST_GOAL, device_kind,
+                             goal_device=device_kind))  # on any device
+  return notes
+
+
+def trees_tables(report_run: benchmarks.ReportRun) -> Iterator[benchmarks.Table]:
+  """The trees benchmark's columns (median ms) and its ratios to the baselines, with the goals."""
+  rows = _trees_rows(report_run)
+  if not rows:
+    return
+  torch_struct = package_version('torch-struct')
+  yield _trees_absolute_table(rows, report_run.dtype, torch_struct)
   device_kind = jax.devices()[0].device_kind
   ratios, notes = [], []
   for row in rows:
-    ts = 'not installed' if torch_struct == 'not installed' else '-'
-    out = {'size': row['size'],
-           'ours/naive marg': _ratio(row.get('ours marg'), row.get('naive marg')),
-           'ours/naive +grad': _ratio(row.get('ours +grad'), row.get('naive +grad')),
-           'ours/inv-AD marg': _ratio(row.get('ours marg'), row.get('inv-AD marg')),
-           'ours/inv-AD +grad': _ratio(row.get('ours +grad'), row.get('inv-AD +grad')),
-           'model/inv-AD marg': _ratio(row.get('model marg'), row.get('inv-AD marg')),
-           'model/inv-AD +grad': _ratio(row.get('model +grad'), row.get('inv-AD +grad')),
-           'model +grad 1 sharp/model +grad': _ratio(row.get('model +grad 1 sharp'), row.get('model +grad')),
-           'model +grad host read ms': (row['model +grad'] - row['model +grad prog']
-                                        if _ratio(row.get('model +grad'), row.get('model +grad prog')) != '-'
-                                        else '-'),
-           'kernel/model marg': _ratio(row.get('kernel marg'), row.get('model marg')),
-           'kernel/model +grad': _ratio(row.get('kernel +grad'), row.get('model +grad')),
-           'kernel/naive +grad': _ratio(row.get('kernel +grad'), row.get('naive +grad')),
-           'kernel +grad 1 sharp/kernel +grad': _ratio(row.get('kernel +grad 1 sharp'), row.get('kernel +grad')),
-           'ours/ts marg': (_ratio(row['ours marg'], row['ts marg']) if 'ts marg' in row else ts),
-           'ours/ts +grad': (_ratio(row['ours +grad'], row['ts +grad']) if 'ts +grad' in row else ts),
-           'mst/TurboParser': _ratio(row.get('mst'), row.get('ref turbo CLE (cpu)')),
-           'marg 1 sharp/marg': _ratio(row.get('marg 1 sharp'), row.get('ours marg')),
-           '+grad 1 sharp/+grad': _ratio(row.get('+grad 1 sharp'), row.get('ours +grad')),
-           'sample 1 sharp/sample': _ratio(row.get('sample 1 sharp'), row.get('sample')),
-           'proj marg ms': row.get('proj marg', '-'),
-           **{f'{c}/mst': _ratio(row.get(c), row.get('mst'))
-              for c in ('k-best 5', 'k-best 16', 'max-marg', 'proj k-best 5', 'proj k-best 16', 'proj max-marg')},
-           **{f'proj k-best {k}/ts top-{k}': _ratio(row.get(f'proj k-best {k}'), row.get(f'ts proj top-{k}'))
-              for k in (5, 16)}}
+    out = _trees_ratios(row, torch_struct)
     ratios.append(out)
-    for baseline in ('naive', 'ts'):
-      for what in ('marg', '+grad'):
-        ratio = out[f'ours/{baseline} {what}']
-        if isinstance(ratio, float):
-          notes.append(goal_note(f'ours {what} >= {TREES_SPEEDUP_GOAL:g}x faster than {baseline} '
-                                 f'({row["size"]})', f'{1 / ratio:.2f}x', 1 / ratio >= TREES_SPEEDUP_GOAL,
-                                 device_kind))
-    for column, limit, goal in (
-        ('ours/inv-AD marg', TREES_INV_AD_GOAL, 'ours marg within {:g}x of inv-AD'),
-        ('ours/inv-AD +grad', TREES_INV_AD_GOAL, 'ours +grad within {:g}x of inv-AD'),
-        ('model/inv-AD marg', TREES_INV_AD_GOAL, 'model marg (as models run it) within {:g}x of inv-AD'),
-        ('model/inv-AD +grad', TREES_INV_AD_GOAL, 'model +grad (as models run it) within {:g}x of inv-AD'),
-        ('ours/naive marg', TREES_BASELINE_GOAL, 'ours marg at most {:g}x naive'),
-        ('ours/naive +grad', TREES_BASELINE_GOAL, 'ours +grad at most {:g}x naive'),
-        ('ours/ts marg', TREES_BASELINE_GOAL, 'ours marg at most {:g}x torch-struct'),
-        ('ours/ts +grad', TREES_BASELINE_GOAL, 'ours +grad at most {:g}x torch-struct'),
-        ('marg 1 sharp/marg', TREES_ONE_SHARP_GOAL, 'marg with 1 sharp sentence at most {:g}x none'),
-        ('+grad 1 sharp/+grad', TREES_ONE_SHARP_GOAL, '+grad with 1 sharp sentence at most {:g}x none')):
-      if isinstance(out[column], float):
-        notes.append(goal_note(f'{goal.format(limit)} ({row["size"]})', f'{out[column]:.2f}x',
-                               out[column] <= limit, device_kind,
-                               goal_device=device_kind))  # these goals hold on any device
-    kernel_goal = TREES_KERNEL_GOALS.get(row['size'])
-    if kernel_goal is not None and isinstance(out['kernel/naive +grad'], float):
-      notes.append(goal_note(f'kernel +grad at most {kernel_goal:g}x naive +grad ({row["size"]})',
-                             f'{out["kernel/naive +grad"]:.2f}x', out['kernel/naive +grad'] <= kernel_goal,
-                             device_kind))
-    if isinstance(out['kernel +grad 1 sharp/kernel +grad'], float):
-      notes.append(goal_note(f'kernel +grad with 1 sharp sentence at most {TREES_ONE_SHARP_GOAL:g}x none '
-                             f'({row["size"]})', f'{out["kernel +grad 1 sharp/kernel +grad"]:.2f}x',
-                             out['kernel +grad 1 sharp/kernel +grad'] <= TREES_ONE_SHARP_GOAL, device_kind))
-    if isinstance(out['mst/TurboParser'], float):
-      speedup = 1 / out['mst/TurboParser']
-      notes.append(goal_note(f'mst >= {TREES_MST_GOAL:g}x faster than TurboParser CLE on the CPU '
-                             f'({row["ref turbo CLE (cpu)"]} ms, {row["size"]})', f'{speedup:.2f}x',
-                             speedup >= TREES_MST_GOAL, device_kind))
-    if row['size'] == '512x32' and isinstance(row.get('proj marg'), float):
-      notes.append(goal_note(f'projective marginals < {TREES_PROJECTIVE_GOAL_MS:g} ms (512x32)',
-                             f'{row["proj marg"]:.2f} ms', row['proj marg'] < TREES_PROJECTIVE_GOAL_MS,
-                             device_kind))
-    for column, sizes in (('k-best 16/mst', None), ('max-marg/mst', ('64x64',))):
-      if isinstance(out[column], float) and (sizes is None or row['size'] in sizes):
-        notes.append(goal_note(f'{column.split("/")[0]} within {TREES_KBEST_GOAL:g}x one mst ({row["size"]})',
-                               f'{out[column]:.1f}x', out[column] <= TREES_KBEST_GOAL, device_kind,
-                               goal_device=device_kind))  # on any device
+    notes += _trees_goal_notes(row, out, device_kind)
   yield benchmarks.Table(
       'ratios (< 1: ours faster); mst/TurboParser against the C++ CPU figure quoted in the issue '
       '(38.6 / 19.2 / 96.6 ms at 512x32 / 64x64 / 32x200; "-" at other sizes); "1 sharp" = one '
