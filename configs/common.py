@@ -83,7 +83,6 @@ def experiment(task: str, loader: str, *, data: Mapping[str, Any] = (), model: M
   config.seed = 0
   config.task = task
   config.parallel = parallel
-  config.distributed = False
   config.data = loaders.default_config(loader)
   unknown = sorted(set(dict(data)) - set(config.data))
   if unknown:

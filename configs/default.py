@@ -42,7 +42,6 @@ def get_config() -> ml_collections.ConfigDict:
   config.seed = 0
   config.task = ''  # the data kind: 'sentence' classification (+ UAS against the planted heads)
   config.parallel = 'none'  # tiny model: one device is fastest on a small CPU
-  config.distributed = False
 
   config.data = synthetic.default_config()
   # Short sentences of one animal: 2 verbs, 2 nouns, 1-3 modifiers (5-7 words), 3 colours, 4 animals.

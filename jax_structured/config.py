@@ -2,7 +2,7 @@
 
 A run reads a *resolved* config: `resolve(config)` returns a frozen `ResolvedConfig` in which the
 top-level keys (`TOP_LEVEL_DEFAULTS`: `seed`, `task` ('' = the data kind), `parallel` ('shard_map' |
-'pmap' | 'none'), `distributed`), `config.optimizer` (`OPTIMIZER_DEFAULTS`) and `config.train`
+'pmap' | 'none')), `config.optimizer` (`OPTIMIZER_DEFAULTS`) and `config.train`
 (`TRAIN_DEFAULTS`) hold every key, checked once; the training code reads `config.train.num_epochs`,
 `config.optimizer.learning_rate`, `config.parallel` directly. A config file may leave a key out to get
 its default; a key not listed is an error naming it, so a typo never silently falls back to a default.
@@ -101,7 +101,6 @@ TOP_LEVEL_DEFAULTS: dict[str, Any] = {
     'seed': 0,
     'task': '',  # '' = the data kind
     'parallel': 'shard_map',  # one of PARALLEL_MODES ('' = the default)
-    'distributed': False,  # call jax.distributed.initialize (also asked by launcher flags / environment)
 }
 # The sections of a config: `optimizer` and `train` are filled by `resolve`, `data` and `model` are
 # checked by the data loader and the model builder, `variants` holds {name: overrides}.
@@ -156,6 +155,7 @@ def resolve(config: ml_collections.ConfigDict | Mapping[str, Any]) -> ResolvedCo
     return config
   given = (to_dict(config) if isinstance(config, ml_collections.ConfigDict)
            else json.loads(json.dumps(dict(config))))
+  _drop_distributed(given)
   _check_known(given, dict.fromkeys([*TOP_LEVEL_DEFAULTS, *SECTIONS]), 'config')
   if given.get('parallel') in ('', None):
     given.pop('parallel', None)  # empty: the default
@@ -273,8 +273,19 @@ def flatten(tree: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
   return out
 
 
+def _drop_distributed(given: dict) -> None:
+  """The former key `distributed` (host/process settings are launcher flags, docs/configs.md): False,
+  the no-op that older config files and saved config.json hold, is dropped; True is an error naming
+  the replacement (never a request silently lost)."""
+  if given.pop('distributed', False):
+    raise errors.ConfigError(
+        'config.distributed=True: multi-host start-up is a launcher flag, not a config key: '
+        'python -m launch.train --distributed (or call '
+        'jax_structured.training.maybe_initialize_distributed(initialize=True) before training)')
+
+
 # Keys that may change when a run resumes from its checkpoints (they do not change what is stored).
-RESUMABLE_PREFIXES = ('train.', 'parallel', 'distributed', 'variants')
+RESUMABLE_PREFIXES = ('train.', 'parallel', 'variants')
 
 
 def incompatible_keys(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:

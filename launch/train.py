@@ -3,8 +3,9 @@ r"""Trains (and evaluates) one experiment config into a workdir; resumes when th
     python -m launch.train --config=configs/default.py --workdir=/tmp/run [--config.train.num_steps=100]
 
 Multi-host: start one process per host with the same flags plus
-`--coordinator_address=HOST:PORT --num_processes=N --process_id=I` (or set `--config.distributed=True`
-on a cluster JAX detects itself, or the JAX_COORDINATOR_ADDRESS environment variable).
+`--coordinator_address=HOST:PORT --num_processes=N --process_id=I` (or `--distributed` on a cluster JAX
+detects itself, or the JAX_COORDINATOR_ADDRESS environment variable). Flags say where and how this
+launch runs; config keys say what the experiment is (docs/configs.md, "Flags and config keys").
 Keys not in the config are errors (`--config.train.num_epochz=3` fails). The launcher only parses
 flags and resolves the config once (`jax_structured.config.resolve`: defaults filled, keys checked);
 `jax_structured.training.train_and_evaluate` does the work.
@@ -27,6 +28,8 @@ _COORDINATOR = flags.DEFINE_string('coordinator_address', None,
                                    'Multi-host: HOST:PORT of process 0 (jax.distributed.initialize).')
 _NUM_PROCESSES = flags.DEFINE_integer('num_processes', None, 'Multi-host: number of processes.')
 _PROCESS_ID = flags.DEFINE_integer('process_id', None, 'Multi-host: index of this process.')
+_DISTRIBUTED = flags.DEFINE_bool('distributed', False, 'Multi-host on a cluster JAX detects itself (SLURM, '
+                                 'Open MPI, Cloud TPU): jax.distributed.initialize with no address.')
 flags.mark_flags_as_required(['config', 'workdir'])
 
 
@@ -49,6 +52,7 @@ def take_data_overrides(argv: list[str]) -> list[str]:
   are `'true'` / `'false'`; `--config.data.key VALUE` takes the next argument) and are checked at once
   against the text_classification loader's keys, before anything heavy is imported.
   """
+  _check_no_distributed_key(argv)
   given = [i for i, arg in enumerate(argv) if re.match(r'--?text_classification_dir(=|$)', arg)]
   if not given:
     return argv
@@ -77,6 +81,14 @@ def take_data_overrides(argv: list[str]) -> list[str]:
   return rest
 
 
+def _check_no_distributed_key(argv: list[str]) -> None:
+  """`--config.distributed` (a config key until 2026-12-04) names its replacement, the flag --distributed."""
+  for arg in argv:
+    if re.match(r'--?(no)?config\.distributed(=|$)', arg):
+      raise errors.UserError(f'{arg}: multi-host start-up is the launcher flag --distributed now, not a '
+                             'config key (docs/configs.md, "Flags and config keys")')
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
@@ -90,8 +102,9 @@ def main(argv):
     config = loaders.with_text_classification_data(config, _TEXT_CLASSIFICATION_DIR.value,
                                                            _DATA_OVERRIDES)
   config = config_lib.resolve(config)
-  training.maybe_initialize_distributed(config, coordinator_address=_COORDINATOR.value,
-                                        num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
+  training.maybe_initialize_distributed(
+      initialize=_DISTRIBUTED.value, coordinator_address=_COORDINATOR.value,
+      num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
   results = training.train_and_evaluate(config, _WORKDIR.value, induce_trees=analysis.induce_trees)
   summary = ({name: {s: r.get(s) for s in ('validation', 'test')} for name, r in results.items()}
              if config.variants else {s: results.get(s) for s in ('validation', 'test')})

@@ -74,6 +74,9 @@ CASES = {
         ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/w',
          '--config.train.num_steps=abc'],
         ['--config.train.num_steps=abc', "invalid literal for int()"]),
+    'train former config key distributed': (
+        ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/w', '--config.distributed=True'],
+        ['--config.distributed=True: multi-host start-up is the launcher flag --distributed now']),
     'train unknown flag': (
         ['launch.train', '--config={tmp}/light.py', '--workdir={tmp}/w', '--bogus=1'],
         ["Unknown command line flag 'bogus'", '--helpshort']),

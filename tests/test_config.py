@@ -77,7 +77,7 @@ def test_unknown_or_mistyped_keys_in_config_sections_are_errors():
   assert opt.learning_rate == 1.0 and isinstance(opt.learning_rate, float)
   assert opt.initial_accumulator == config_lib.OPTIMIZER_DEFAULTS['initial_accumulator']
   assert resolved.train.to_dict() == config_lib.TRAIN_DEFAULTS | {'comparison_metrics': ()}
-  assert (resolved.seed, resolved.task, resolved.parallel, resolved.distributed) == (0, '', 'shard_map', False)
+  assert (resolved.seed, resolved.task, resolved.parallel) == (0, '', 'shard_map')
   assert set(config.optimizer) == {'name', 'learning_rate'}
   assert set(config) == {'optimizer'}
 
@@ -280,3 +280,12 @@ def test_bucket_boundaries_can_be_set_from_the_command_line(tmp_path):
                          capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f'BUCKETS {expected}' in out.stdout
+
+
+def test_the_former_key_distributed_is_dropped_when_false_and_named_when_true():
+  """`distributed` moved to launch.train's flag --distributed: False (older config files, saved
+  config.json) is dropped, True is an error naming the replacement, never a request silently lost."""
+  given = config_lib.to_dict(support.make_config())
+  assert 'distributed' not in config_lib.resolve(given | {'distributed': False})
+  with pytest.raises(ValueError, match=r'config\.distributed=True: .*launch\.train --distributed'):
+    config_lib.resolve(given | {'distributed': True})

@@ -137,7 +137,6 @@ def make_config(**overrides):
   config.seed = 0
   config.task = ''
   config.parallel = 'shard_map'
-  config.distributed = False
   config.data = ml_collections.ConfigDict({'name': 'tiny_test_sentences', 'batch_size': 8,
                                            'num_train': 48, 'num_eval': 16, 'seed': 0,
                                            'label_offset': 0})

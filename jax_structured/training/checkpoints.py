@@ -135,7 +135,7 @@ def check_config(workdir: str, config: config_lib.ResolvedConfig) -> None:
   """Raises when `workdir` was trained with a config incompatible with `config` (resume check).
 
   Both configs are compared resolved (a key the saved one leaves out counts as its default). Only
-  `train.*`, `parallel`, `distributed` and `variants` may differ (see `config.RESUMABLE_PREFIXES`). The
+  `train.*`, `parallel` and `variants` may differ (see `config.RESUMABLE_PREFIXES`). The
   error names every differing key with both values.
   """
   path = os.path.join(workdir, 'config.json')
@@ -195,7 +195,9 @@ def read_config(workdir: str) -> config_lib.ResolvedConfig:
     raise FileNotFoundError(f'workdir {workdir} has no config.json: not a training workdir (or training '
                             'has not started)')
   try:
-    return config_lib.resolve(_read_json(path))
+    saved = _read_json(path)
+    saved.pop('distributed', None)  # a record of how an older run started, not a request (config.py)
+    return config_lib.resolve(saved)
   except errors.ConfigError as e:
     raise CheckpointError(f'{path} is not a valid config for this version of jax_structured: {e}') from e
 

@@ -125,7 +125,7 @@ def train_and_evaluate(config: config_lib.ResolvedConfig | ml_collections.Config
   """
   metrics_lib.quiet_library_logs()
   config = config_lib.resolve(config)
-  distributed.maybe_initialize_distributed(config)
+  distributed.maybe_initialize_distributed()  # asked by JAX_COORDINATOR_ADDRESS (launch.train: flags)
   with workdir_lock.hold(workdir) if jax.process_index() == 0 else contextlib.nullcontext():
     runs = config_lib.variants(config) if config.variants else {'': config}
     for run_config in runs.values():
