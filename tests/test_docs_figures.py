@@ -48,8 +48,8 @@ def test_an_edited_figure_is_found(render, tmp_path):
   text = _read(os.path.join(ROOT, 'README.md'))
   page.write_text(text, encoding='utf-8')
   assert render.check([str(page)]) == []
-  # The newest H200 report's marginals / naive at 512x32 is 1.03; a page saying 1.04 is stale.
-  edited = text.replace('| 1.03 / 1.30 / 1.07 |', '| 1.04 / 1.30 / 1.07 |', 1)
+  # The newest H200 report holding 64x64 gives marginals / naive 1.25 there; a page saying 1.26 is stale.
+  edited = text.replace('/ 1.25 (report ec2ec20) /', '/ 1.26 (report ec2ec20) /', 1)
   assert edited != text
   page.write_text(edited, encoding='utf-8')
   assert render.check([str(page)]) == [f'{os.path.relpath(page, ROOT)}: speed']
@@ -59,16 +59,39 @@ def test_the_speed_table_takes_the_newest_report_of_each_device(render):
   newest = {}
   for path, report in render.reports():
     newest.setdefault(report['environment']['platform'], path)
-  assert newest == {'gpu': 'benchmarks/gpu_h200_f7f076d.json', 'cpu': 'benchmarks/cpu_2a25662.json'}
+  assert newest == {'gpu': 'benchmarks/gpu_h200_abde495_32x200.json', 'cpu': 'benchmarks/cpu_2a25662.json'}
   table = render.render('speed')
-  # independent reading of the two files: the trees ratio rows at 512x32 / 64x64 / 32x200
-  for platform, path in newest.items():
+  # independent reading of the files: the trees ratio 'ours/naive marg' at 512x32 / 64x64 / 32x200
+  def ratios(path):
     report = render.load(path)
-    ratios = next(t for f in report['families'] if f['name'] == 'trees' for t in f['tables']
-                  if 'ours/naive marg' in t['columns'])
-    values = [row['ours/naive marg'] for row in ratios['rows']]
-    assert ' / '.join(render.report_lib.format_cell(v) for v in values) in table, (platform, values)
-  assert 'report d043c47' in table and 'report 919ee90' in table  # rows the newest GPU report lacks
+    table = next(t for f in report['families'] if f['name'] == 'trees' for t in f['tables']
+                 if 'ours/naive marg' in t['columns'])
+    return {row['size']: render.report_lib.format_cell(row['ours/naive marg']) for row in table['rows']}
+  cpu = ratios('benchmarks/cpu_2a25662.json')
+  assert f"| {cpu['512x32']} / {cpu['64x64']} / {cpu['32x200']} |" in table
+  # the newest GPU report holds 32x200 only: 512x32 and 64x64 come from the newest report that holds them
+  partial, full = ratios('benchmarks/gpu_h200_abde495_32x200.json'), ratios('benchmarks/gpu_h200_ec2ec20.json')
+  assert set(partial) == {'32x200'}
+  row = (f"| `trees.marginals` / naive | {full['512x32']} (report ec2ec20) / {full['64x64']} (report ec2ec20) / "
+         f"{partial['32x200']} |")
+  assert row in table, row
+  assert 'report f7f076d' in table and 'report d043c47' in table and 'report 919ee90' in table
+
+
+def test_a_speed_cell_takes_each_size_from_the_newest_report_that_holds_it(render):
+  def report(commit, sizes):
+    rows = [{'size': size, 'ours/naive marg': value} for size, value in sizes.items()]
+    return (f'benchmarks/{commit}.json',
+            {'environment': {'commit': commit},
+             'families': [{'name': 'trees', 'tables': [{'columns': ['size', 'ours/naive marg'], 'rows': rows}]}]})
+  read = render._trees_ratio('ours/naive marg')
+  newest_first = [report('c3', {'32x200': 3.0}), report('c2', {'512x32': 2.0, '64x64': 2.5}),
+                  report('c1', {'512x32': 1.0, '64x64': 1.5, '32x200': 1.75})]
+  assert render._speed_cell(read, 'trees', newest_first) == '2.00 (report c2) / 2.50 (report c2) / 3.00'
+  assert render._speed_cell(read, 'trees', newest_first[1:]) == '2.00 / 2.50 / 1.75 (report c1)'
+  assert render._speed_cell(read, 'trees', newest_first[2:]) == '1.00 / 1.50 / 1.75'
+  assert render._speed_cell(read, 'trees', newest_first[:1]) == '-'  # 512x32 and 64x64 in no report
+  assert render._speed_cell(read, 'liu_lapata', newest_first) == '-'
 
 
 LINK = re.compile(r'\]\(([^)\s]+)\)')

@@ -18,9 +18,10 @@ Markers (paths are relative to `docs/`):
                                copied under docs/results/)
   reports                      the list of docs/benchmarks/*.json, newest first
   source FILE                  the source line of a report alone (device, commit, date, command)
-  speed                        the README's speed table: each row from the newest report of each device
-                               (`environment.platform`, then `environment.date`) that holds that row's
-                               family; a cell from an older report names its commit
+  speed                        the README's speed table: each cell from the reports of one device
+                               (`environment.platform`), each part of it (a size of the trees rows) from
+                               the newest report (`environment.date`) that holds it; a part from an older
+                               report than the device's newest names its commit
   metrics FILE [SPLIT ...] [keys=A,B]
                                the final metrics of a training run (`<workdir>/metrics.json` copied under
                                docs/results/), one row per split (default: validation, test)
@@ -108,16 +109,15 @@ def render_source(path: str) -> str:
   return 'Source: ' + source_line(path, load(path))
 
 
-# The README's speed table: (label, family, how to read the value from that family's tables).
+# The README's speed table: (label, family, how to read the value from that family's tables). A reader
+# returns {part: value} (the trees rows: a part per size of SIZES; the others: one part, ''), or None.
 def _trees_ratio(column: str) -> Callable[[list[dict[str, Any]]], Any]:
   def read(tables):
     table = next((t for t in tables if column in t['columns']), None)
     if table is None:
       return None
-    by_size = {row['size']: row.get(column) for row in table['rows']}
-    if any(by_size.get(size) is None for size in SIZES):
-      return None
-    return ' / '.join(report_lib.format_cell(by_size[size]) for size in SIZES)
+    return {row['size']: report_lib.format_cell(row[column]) for row in table['rows']
+            if row['size'] in SIZES and isinstance(row.get(column), (int, float))} or None
   return read
 
 
@@ -125,7 +125,7 @@ def _snli_train_ratio(tables):
   for table in tables:
     for row in table['rows']:
       if row.get('model') == 'matrix inversion' and 'train x simple' in row:
-        return report_lib.format_cell(row['train x simple'])
+        return {'': report_lib.format_cell(row['train x simple'])}
   return None
 
 
@@ -133,7 +133,7 @@ def _lstmn_ratio(tables):
   for table in tables:
     for row in table['rows']:
       if 'LSTMN-1/LSTM-1' in row:
-        return report_lib.format_cell(row['LSTMN-1/LSTM-1'])
+        return {'': report_lib.format_cell(row['LSTMN-1/LSTM-1'])}
   return None
 
 
@@ -142,11 +142,11 @@ def _tree_lstm_speedup(tables):
   for table in tables:
     for row in table['rows']:
       if 'batched/loop train' in row:
-        return report_lib.format_cell(row['batched/loop train']) + 'x'
+        return {'': report_lib.format_cell(row['batched/loop train']) + 'x'}
     rows = {str(next(iter(row.values()))): row for row in table['rows']}
     batched, loop = rows.get('batched Tree-LSTM (level by level)'), rows.get('one tree at a time, same cell')
     if batched and loop and 'train ms' in batched:
-      return report_lib.format_cell(loop['train ms'] / batched['train ms']) + 'x'
+      return {'': report_lib.format_cell(loop['train ms'] / batched['train ms']) + 'x'}
   return None
 
 
@@ -186,27 +186,36 @@ def commit_time(commit: str) -> int:
   return int(out) if out.isdigit() else 0
 
 
+def _speed_cell(read, family: str, reports_of_device: list[tuple[str, dict[str, Any]]]) -> str:
+  """One cell: each part (size) from the newest report that holds it; a part from an older report than the
+  device's newest names that report's commit (once for the cell when every part comes from it)."""
+  newest = reports_of_device[0][1]['environment']['commit']
+  parts = {}
+  for _, report in reports_of_device:
+    for part, value in (read(family_tables(report, family)) or {}).items():
+      parts.setdefault(part, (value, report['environment']['commit']))
+  order = SIZES if set(parts) <= set(SIZES) else ('',)
+  found = [parts[part] for part in order if part in parts]
+  if not found or len(found) < len(order):
+    return '-'
+  commits = {commit for _, commit in found}
+  if commits == {newest}:
+    return ' / '.join(value for value, _ in found)
+  if len(commits) == 1:
+    return ' / '.join(value for value, _ in found) + f' (report {commits.pop()})'
+  return ' / '.join(value if commit == newest else f'{value} (report {commit})' for value, commit in found)
+
+
 def render_speed() -> str:
-  """The speed table: a column per device, each cell from the newest report of it with that family."""
+  """The speed table: a column per device, each part of a cell (a size) from the newest report of that
+  device that holds it."""
   by_device = {platform: [(p, r) for p, r in reports() if r['environment']['platform'] == platform]
                for platform, _ in DEVICES}
   header = ['measurement'] + [label if p == 'cpu' else by_device[p][0][1]['environment']['device']
                               for p, label in DEVICES if by_device[p]]
   lines = ['| ' + ' | '.join(header) + ' |', '|---' + '|---' * (len(header) - 1) + '|']
   for label, family, read in SPEED_ROWS:
-    cells = []
-    for platform, _ in DEVICES:
-      if not by_device[platform]:
-        continue
-      newest = by_device[platform][0][1]['environment']['commit']
-      cell = '-'
-      for _, report in by_device[platform]:
-        value = read(family_tables(report, family))
-        if value is not None:
-          commit = report['environment']['commit']
-          cell = value if commit == newest else f'{value} (report {commit})'
-          break
-      cells.append(cell)
+    cells = [_speed_cell(read, family, by_device[platform]) for platform, _ in DEVICES if by_device[platform]]
     lines.append('| ' + ' | '.join([label] + cells) + ' |')
   lines.append('')
   for platform, label in DEVICES:
