@@ -72,6 +72,15 @@ def _parse_float_fields(fields: Sequence[str], where: str) -> np.ndarray:
   return vector
 
 
+def _is_float(x: str) -> bool:
+  """True when `x` reads as a number (a vector value, not part of a word)."""
+  try:
+    float(x)
+  except ValueError:
+    return False
+  return True
+
+
 def _needs_check(line_no: int) -> bool:
   # Values of words we skip are still validated on the first lines, so a file in the wrong format
   # fails early and clearly even when few vocabulary words occur in it.
