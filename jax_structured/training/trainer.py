@@ -21,7 +21,7 @@ import json
 import math
 import os
 import time
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping
 
 from absl import logging
 import jax
@@ -40,9 +40,7 @@ from jax_structured.training import distributed
 from jax_structured.training import interrupts
 from jax_structured.training import workdir_lock
 from jax_structured.training.assembly import EVAL_SPLITS
-from jax_structured.training.assembly import DeviceMemoryError  # noqa: F401  (re-exported)
 from jax_structured.training.assembly import Assembled
-from jax_structured.training.assembly import build_model  # noqa: F401  (re-exported)
 from jax_structured.training.assembly import check_batch
 from jax_structured.training.assembly import evaluate_split
 from jax_structured.training.assembly import evaluate_sums as _evaluate_sums
