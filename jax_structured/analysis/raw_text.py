@@ -5,7 +5,7 @@ the config saved in the workdir: `text.tokenize` for `text_classification` and t
 `document_classification`, whitespace for the pre-tokenised corpora (SST, Quora, Tang et al.'s Yelp /
 IMDB files), Kim (2014)'s `clean_str` for TREC (`clean=True`), both with the run's `lowercase`. SNLI
 was trained on the tokens of its parses; new text is split with `text.tokenize`, brackets and double
-quotes written as the Penn Treebank writes them (-LRB-, ``, ''): the parses' tokens for 19,983 of
+quotes written as the Penn Treebank writes them (`-LRB-`, two backquotes, two single quotes): the parses' tokens for 19,983 of
 SNLI dev's 20,000 sentences (the rest: abbreviations such as 'St.' that the parses keep whole).
 
 `read_lines(lines, kind, ...)` turns input lines into examples of `kind` (`data.core` formats):
