@@ -41,9 +41,7 @@ class SummaryWriter(interface.MetricWriter):
                         'pip install "tensorboardX>=2.6"') from e
     os.makedirs(logdir, exist_ok=True)
     self._summary, self._event_pb2, self._crc = summary, event_pb2, record_writer.masked_crc32c
-    # The process id in the name: two sessions started in the same second get two files.
-    name = f'events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}'
-    self._file = open(os.path.join(logdir, name), 'wb')  # pylint: disable=consider-using-with
+    self._file = _new_event_file(logdir)
     self._write(0, file_version='brain.Event:2')
     if purge_step is not None:
       self._write(purge_step, session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START))
@@ -108,3 +106,21 @@ class SummaryWriter(interface.MetricWriter):
     if not self._file.closed:
       self.flush()
       self._file.close()
+
+
+def _new_event_file(logdir: str):
+  """A new event file `events.out.tfevents.<time>.<host>.<pid>[.<k>]`, opened for writing.
+
+  The time and process id tell sessions apart; a session that starts in the same second of the same
+  process as an earlier one (a run resumed at once, in a notebook or a test) gets the next free suffix
+  `.1`, `.2`, ...: created exclusively, never truncating the earlier session's events, and sorted after
+  them as TensorBoard reads files in name order.
+  """
+  base = os.path.join(logdir, f'events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.'
+                              f'{os.getpid()}')
+  for k in range(1000):
+    try:
+      return open(base if k == 0 else f'{base}.{k}', 'xb')  # pylint: disable=consider-using-with
+    except FileExistsError:
+      continue
+  raise FileExistsError(f'{base}: 1000 event files of this process in one second')
