@@ -100,3 +100,21 @@ def tree_probabilities(arc_scores, root_scores, single_root=True, projective=Fal
   trees = all_trees(n, single_root, projective)
   s = tree_scores(arc_scores, root_scores, trees)
   return trees, np.exp(s - np.logaddexp.reduce(s))
+
+
+def padded_batch(seed, lengths, n):
+  """Random float64 scores (arc [B, n, n], root [B, n]) for sentences of `lengths` (B of them, B >= 3),
+  with garbage on padding and forbidden arcs: every word-head of word 2 of sentence 1 (it can only hang
+  from ROOT) and 0 -> 1 of sentence 2. Returns (arc, root, lengths [B])."""
+  lengths = np.asarray(lengths)
+  batch = len(lengths)
+  rng = np.random.default_rng(seed)
+  arc, root = rng.normal(size=(batch, n, n)), rng.normal(size=(batch, n))
+  for b in range(batch):
+    arc[b, lengths[b]:, :] = 1e3
+    arc[b, :, lengths[b]:] = -1e3
+    root[b, lengths[b]:] = 1e3
+  arc[1, :, 2] = -np.inf
+  arc[2, 0, 1] = -np.inf
+  return arc, root, lengths
+

@@ -35,16 +35,7 @@ def check_k_best(heads, scores, arc, root, single_root, projective, k):
 
 
 def _batch(seed, n=N, batch=6):
-  rng = np.random.default_rng(seed)
-  arc, root = rng.normal(size=(batch, n, n)), rng.normal(size=(batch, n))
-  lengths = np.array([n, n, n - 1, 2, 1, 0])[:batch]
-  for b in range(batch):
-    arc[b, lengths[b]:, :] = 1e3
-    arc[b, :, lengths[b]:] = -1e3
-    root[b, lengths[b]:] = 1e3
-  arc[1, :, 2] = -np.inf           # word 2 of sentence 1 can only hang from ROOT
-  arc[2, 0, 1] = -np.inf
-  return arc, root, lengths
+  return brute_force.padded_batch(seed, [n, n, n - 1, 2, 1, 0][:batch], n)
 
 
 def check_batch(arc, root, lengths, heads, scores, single_root, projective, k):

@@ -26,15 +26,7 @@ def reference(arc, root, single_root, projective):
 def _batch(seed, n=N, batch=8):
   """Scores with padding garbage, forbidden arcs (one word whose every word-head is forbidden, one single
   arc) and lengths 0, 1, 2 and n."""
-  rng = np.random.default_rng(seed)
-  arc, root = rng.normal(size=(batch, n, n)), rng.normal(size=(batch, n))
-  lengths = np.array([n, n, n - 1, 3, 2, 1, 0, n])[:batch]
-  for b in range(batch):
-    arc[b, lengths[b]:, :] = 1e3
-    arc[b, :, lengths[b]:] = -1e3
-    root[b, lengths[b]:] = 1e3
-  arc[1, :, 2] = -np.inf           # word 2 of sentence 1 can only hang from ROOT
-  arc[2, 0, 1] = -np.inf
+  arc, root, lengths = brute_force.padded_batch(seed, [n, n, n - 1, 3, 2, 1, 0, n][:batch], n)
   if batch > 7:
     root[7, :] = -np.inf           # sentence 7: no tree at all
   return arc, root, lengths
