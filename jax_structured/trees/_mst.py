@@ -478,9 +478,9 @@ def _expand(st, n_nodes):
   return src[:, :n_nodes]
 
 
-def _mst_nodes(weights, penalty, valid, incremental):
-  """Chu-Liu-Edmonds on B graphs of N nodes with root 0, batched explicitly: contraction rounds
-  (`_contraction_round`) until no sentence has a cycle, then the expansion (`_expand`).
+def _contract(weights, penalty, valid, incremental):
+  """The contraction phase of Chu-Liu-Edmonds on B graphs of N nodes with root 0, batched explicitly:
+  contraction rounds (`_contraction_round`) until no sentence has a cycle.
 
   Args:
     weights: float [B, N, N], `weights[b, u, v]` = float part of the arc u -> v (finite).
@@ -493,7 +493,10 @@ def _mst_nodes(weights, penalty, valid, incremental):
       wait, while the [B, N, N] passes they save are cheap on a parallel device.
 
   Returns:
-    int32 [B, N] head node of every node (entry 0 is meaningless).
+    (st, levels): the rounds' final carry (`_initial_state`: the contraction forest `parent` over ids
+    [B, 2N], every id's greedy arc `best_src` / `best_dst` as original nodes, the final re-weighting
+    `key_offset` / `score_offset` of the arcs into every original node, `next_id`) and the column key
+    levels of `_column_keys` [B, 3, N].
   """
   batch, n_nodes = weights.shape[0], weights.shape[-1]
   keys, levels = _column_keys(weights, penalty, valid)
@@ -504,13 +507,25 @@ def _mst_nodes(weights, penalty, valid, incremental):
   body = functools.partial(_contraction_round, keys_by_column=keys_by_column, levels=levels,
                            root_weights=root_weights, incremental=incremental)
   st = lax.while_loop(cond, body, _inputs.vary_like(state, weights, penalty, valid))
-  return _expand(st, n_nodes)
+  return st, levels
 
 
-@functools.partial(jax.jit, static_argnames=('single_root', 'incremental'))
-def _mst_batched(arc_scores, root_scores, lengths, single_root, incremental=None):
-  """`mst` on [B, n, n] scores; `incremental` (see `_mst_nodes`): None = by the platform the
-  program is compiled for (`lax.platform_dependent`: True on the CPU, False elsewhere)."""
+def _mst_nodes(weights, penalty, valid, incremental):
+  """Chu-Liu-Edmonds on B graphs of N nodes with root 0: `_contract` (arguments there), then the
+  expansion (`_expand`).
+
+  Returns:
+    int32 [B, N] head node of every node (entry 0 is meaningless).
+  """
+  st, _ = _contract(weights, penalty, valid, incremental)
+  return _expand(st, weights.shape[-1])
+
+
+def _graph(arc_scores, root_scores, lengths, single_root):
+  """The N = n + 1 node graphs of [B, n, n] scores: (weights float [B, N, N], penalty int32 [B, N, N],
+  valid bool [B, N, N], real bool [B, N]) as `_contract` takes them (module docstring: a `-inf` arc
+  has penalty N and float part 0, a ROOT arc penalty 1 with `single_root`; a padding word hangs from
+  ROOT by a free arc, its only one)."""
   n = arc_scores.shape[-1]
   n_nodes = n + 1
   dtype = arc_scores.dtype
@@ -527,7 +542,15 @@ def _mst_batched(arc_scores, root_scores, lengths, single_root, incremental=None
              + (root_arc.astype(jnp.int32) if single_root else 0))
   penalty = jnp.where(real[:, None, :], penalty, 0)                             # padding: free ROOT arc
   weights = jnp.where(forbidden | ~valid, jnp.zeros((), dtype), weights)
-  args = (weights, penalty.astype(jnp.int32), valid)
+  return weights, penalty.astype(jnp.int32), valid, real
+
+
+@functools.partial(jax.jit, static_argnames=('single_root', 'incremental'))
+def _mst_batched(arc_scores, root_scores, lengths, single_root, incremental=None):
+  """`mst` on [B, n, n] scores; `incremental` (see `_contract`): None = by the platform the
+  program is compiled for (`lax.platform_dependent`: True on the CPU, False elsewhere)."""
+  weights, penalty, valid, real = _graph(arc_scores, root_scores, lengths, single_root)
+  args = (weights, penalty, valid)
   if incremental is None:
     nodes = lax.platform_dependent(*args, cpu=functools.partial(_mst_nodes, incremental=True),
                                    default=functools.partial(_mst_nodes, incremental=False))
