@@ -310,3 +310,70 @@ def test_rounds_on_accelerators_have_no_loop_or_branch_inside():
     text = traced.lower(lowering_platforms=(platform,)).as_text()
     assert text.count('stablehlo.while') == 2, platform
   assert traced.lower(lowering_platforms=('cpu',)).as_text().count('stablehlo.while') > 2
+
+
+@pytest.mark.parametrize('single_root', [True, False])
+def test_several_straight_rounds_per_predicate_match_one(single_root):
+  # GPUs and TPUs run R rounds per iteration of the rounds loop (one host read of its predicate per R
+  # rounds); rounds after the predicate turns false keep the carry, so every R gives the carry of
+  # R = 1: heads, contraction forest, re-weighting and the round count `it` alike.
+  from jax_structured.trees import _mst
+  rng = np.random.default_rng(31 if single_root else 32)
+
+  def contract(rounds):
+    @jax.jit
+    def run(arc, root, lengths):
+      weights, penalty, valid, real = _mst._graph(arc, root, lengths, single_root)
+      st, levels = _mst._contract(weights, penalty, valid, False, rounds)
+      heads = _mst._expand(st, weights.shape[-1])[:, 1:] - 1
+      return st, levels, jnp.where(real[:, 1:], heads, -1)
+    return run
+
+  for n, batch in [(6, 40), (23, 16)]:
+    arc, root = _scores(rng, (batch,), n, ties=n == 6)
+    arc[rng.random(arc.shape) < 0.1] = -np.inf
+    root[rng.random(root.shape) < 0.1] = -np.inf
+    root[: batch // 4] += 3.0
+    lengths = rng.integers(0, n + 1, size=batch)
+    lengths[:2] = n
+    args = (jnp.asarray(arc, jnp.float32), jnp.asarray(root, jnp.float32), jnp.asarray(lengths))
+    want = contract(1)(*args)
+    assert int(want[0]['it']) >= 3         # rounds enough for R = 2, 3 and 8 to differ from R = 1
+    np.testing.assert_array_equal(
+        want[2], _mst._mst_batched(*args, single_root, incremental=True))
+    for rounds in (2, 3, 8):
+      got = contract(rounds)(*args)
+      jax.tree.map(np.testing.assert_array_equal, got, want)
+
+
+def test_fixed_doubling_steps_suffice_for_n_live_ids():
+  # The straight rounds double log2(N - 1) times over 2N ids: at most N ids are live (every other id
+  # points to itself, ROOT too), so paths into cycles and cycles have at most N - 1 steps. Worst cases
+  # (a chain through every live id into ROOT, one cycle through all of them) and random graphs.
+  from jax_structured.trees import _mst
+  rng = np.random.default_rng(7)
+  n_nodes = 33
+  width = 2 * n_nodes
+  steps = _mst._log2_ceil(n_nodes - 1)
+  graphs = []
+  for kind in ('chain', 'cycle', 'random', 'random', 'random', 'random'):
+    live = np.concatenate([[0], rng.choice(np.arange(1, width), n_nodes - 1, replace=False)])
+    order = rng.permutation(live[1:])
+    pred = np.arange(width, dtype=np.int32)
+    if kind == 'chain':
+      pred[order] = np.concatenate([order[1:], [0]])
+    elif kind == 'cycle':
+      pred[order] = np.roll(order, -1)
+    else:
+      pred[order] = rng.choice(live, n_nodes - 1)
+    active = np.zeros(width, bool)
+    active[live[1:]] = True
+    graphs.append((pred, active))
+  pred = jnp.asarray(np.stack([g[0] for g in graphs]))
+  active = jnp.asarray(np.stack([g[1] for g in graphs]))
+  ids = jnp.arange(width)
+  on_cycle, label = _mst._cycles(pred, active, steps=steps)
+  want_on_cycle, want_label = _mst._cycles(pred, active)
+  np.testing.assert_array_equal(on_cycle & (pred != ids), want_on_cycle & (pred != ids))
+  np.testing.assert_array_equal(jnp.where(want_on_cycle, label, -1), jnp.where(want_on_cycle, want_label, -1))
+  assert bool(jnp.any(want_on_cycle[1] & (pred[1] != ids)))     # the long cycle is found

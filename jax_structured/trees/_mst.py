@@ -38,7 +38,9 @@ loop predicate is a device-to-host copy and a wait (docs/decisions/2026-11-27-ms
 docs/decisions/2026-12-04-matrix-tree-and-mst-measurements.md). So the program picks
 its round body by the platform it is compiled for (`lax.platform_dependent`): on GPUs and TPUs a
 round is a straight line of kernels (every column searched, `_cycles` with a fixed number of steps),
-the one predicate left per round being the rounds loop's own (`incremental` in `_mst_nodes`).
+and one iteration of the rounds loop runs `ROUNDS_PER_PREDICATE` of them, the loop's own predicate
+being the one host read per iteration (`incremental` in `_contract`; a round after the predicate turns
+false leaves the carry as it is, so the results are those of one round per iteration).
 
 Exact constraints through lexicographic weights. Every arc weight is a pair `(penalty, score)`, compared
 lexicographically (`-penalty` first, then `score`). Pairs form a totally ordered abelian group, and the
@@ -67,6 +69,18 @@ from jax_structured.trees import _inputs
 __all__ = ['mst']
 
 _INVALID = np.int32(-(2**30))  # Integer part of arcs that do not exist (self loops, into ROOT, padding).
+
+# Straight rounds (GPUs, TPUs) per iteration of the rounds loop, i.e. per host read of its predicate.
+# A batch needs K rounds (its slowest sentence's contractions plus one; with a single root on N(0, 1)
+# scores K = 24 / 40 / 111 at 512x32 / 64x64 / 32x200) and runs ceil(K / R) * R of them, the extra
+# ones no-ops. With a round's kernels costing c and a predicate (copy, wait, relaunch) p, the time is
+# about K c + K p / R + (R - 1) c / 2 on average, least at R = sqrt(2 K p / c). An H200 took 77-121 us
+# per round (whole `mst` / K); a round is ~50 fused kernels (XLA's CPU fusions of this body) and a
+# predicate some 10-30 us, so p / c ~ 0.1-0.4 and R* = 2.8-5.7 at K = 40 (3.5-7.5 at K = 111, 2.2-4.4
+# at K = 24). R = 4 is near all of them; the curve is flat there: at p / c = 0.25, R = 4 costs within
+# 2% of R* at each K, and it adds at most 3 rounds to a batch. Read when `_contract` is traced; to time
+# another R, set it and call `jax.clear_caches()` (launch/benchmarks/gpu_session.sh, step 4).
+ROUNDS_PER_PREDICATE = 4
 
 
 def _log2_ceil(x):
@@ -248,13 +262,14 @@ def _cycles(pred, active, steps=None):
   """The cycles of the functional graphs `pred` [B, M] (one per sentence; inactive ids point to themselves).
 
   Pointer doubling: after k steps `far` = pred^(2^k) and `label[x]` = the smallest active id among the
-  2^k ids from x on. With `steps` (static, 2^steps >= M) it runs exactly that many steps, a straight
+  2^k ids from x on. With `steps` (static; exact when 2^steps is at least every id's distance to its
+  cycle and every cycle's length, e.g. 2^steps >= M) it runs exactly that many steps, a straight
   line of kernels; without, it stops once a step changes neither `label` nor the image of `far` (at
   most ceil(log2 M) + 1 steps; on N(0, 1) scores 3-4 instead of that bound): an unchanged image is
   mapped onto itself by a power of `pred`, so it is exactly the set of ids on cycles, and an unchanged
   `label` never changes again (label[far[x]] >= label[x] for all x is kept by doubling), so on a
-  cycle it is the cycle's smallest id. (With 2^steps >= M the image of pred^(2^steps) is the cycle set
-  too: every id reaches its cycle within M steps.)
+  cycle it is the cycle's smallest id. (With `steps` the image of pred^(2^steps) is the cycle set
+  too: every id has reached its cycle.)
 
   Returns:
     (on_cycle bool [B, M], label int32 [B, M]): whether each id lies on a cycle of length >= 1 of
@@ -403,7 +418,11 @@ def _greedy_cycles(st, pred, active, incremental, walk_limit=16):
 
     on_cycle, label = lax.cond((st['it'] > 0) & jnp.all(new_count <= 1), by_walk, by_doubling, None)
   else:
-    on_cycle, label = _cycles(pred, active, steps=_log2_ceil(n_ids))
+    # At most N ids are live (the supernodes; every other id is inactive, a fixed point) and `pred`
+    # maps live ids to live ids, so a path reaches its cycle within N - 1 steps and a cycle has at most
+    # N - 1 ids (ROOT is on none): 2^steps >= N - 1 suffices (2 steps fewer than 2^steps >= 2N at
+    # N = 33 and 65, 1 at N = 201).
+    on_cycle, label = _cycles(pred, active, steps=_log2_ceil(st['rep'].shape[-1] - 1))
   on_cycle &= pred != ids
   return on_cycle, jnp.where(on_cycle, label, n_ids)
 
@@ -478,7 +497,17 @@ def _expand(st, n_nodes):
   return src[:, :n_nodes]
 
 
-def _contract(weights, penalty, valid, incremental):
+def _guarded(round_fn, keep_going):
+  """`round_fn` on the carry while `keep_going(carry)`, the carry unchanged after: a select on every
+  array of the carry instead of a branch, so that R of them in one loop iteration give exactly the
+  carries of R iterations of `round_fn` under the predicate `keep_going`."""
+  def guarded(st):
+    go = keep_going(st)
+    return jax.tree.map(lambda new, old: jnp.where(go, new, old), round_fn(st), st)
+  return guarded
+
+
+def _contract(weights, penalty, valid, incremental, rounds_per_predicate=None):
   """The contraction phase of Chu-Liu-Edmonds on B graphs of N nodes with root 0, batched explicitly:
   contraction rounds (`_contraction_round`) until no sentence has a cycle.
 
@@ -491,6 +520,10 @@ def _contract(weights, penalty, valid, incremental):
       False (GPUs, TPUs): a round is a straight line of kernels, all columns searched and fixed-step
       doubling, because there every conditional and loop predicate is a device-to-host copy and a
       wait, while the [B, N, N] passes they save are cheap on a parallel device.
+    rounds_per_predicate: static, rounds per iteration of the rounds loop when not `incremental`
+      (default `ROUNDS_PER_PREDICATE`; the incremental rounds take one). Rounds after the predicate
+      turns false leave the carry as it is (`_guarded`), so every value is that of one round per
+      iteration, `it` included.
 
   Returns:
     (st, levels): the rounds' final carry (`_initial_state`: the contraction forest `parent` over ids
@@ -504,10 +537,23 @@ def _contract(weights, penalty, valid, incremental):
   root_weights = weights[:, 0, :]
   state = _initial_state(keys_by_column, batch, n_nodes, weights.dtype)
   cond = lambda st: (~st['done']) & (st['it'] <= n_nodes)
-  body = functools.partial(_contraction_round, keys_by_column=keys_by_column, levels=levels,
-                           root_weights=root_weights, incremental=incremental)
+  one_round = functools.partial(_contraction_round, keys_by_column=keys_by_column, levels=levels,
+                                root_weights=root_weights, incremental=incremental)
+  if rounds_per_predicate is None:
+    rounds_per_predicate = ROUNDS_PER_PREDICATE
+  rounds = 1 if incremental else rounds_per_predicate
+  body = one_round if rounds == 1 else _rounds(_guarded(one_round, cond), rounds)
   st = lax.while_loop(cond, body, _inputs.vary_like(state, weights, penalty, valid))
   return st, levels
+
+
+def _rounds(round_fn, count):
+  """`count` calls of `round_fn` in a straight line (static `count`: no loop, no predicate)."""
+  def body(st):
+    for _ in range(count):
+      st = round_fn(st)
+    return st
+  return body
 
 
 def _mst_nodes(weights, penalty, valid, incremental):
