@@ -1,0 +1,134 @@
+"""The next-best pass of Camerini et al. (`trees._camerini.best_and_next`) against brute-force enumeration."""
+import brute_force
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jax_structured.trees import _mst
+from jax_structured.trees._camerini import best_and_next
+
+
+def _random_batch(seed, n, batch, ties=False):
+  """Scores full [B, n + 1, n] (row 0 = ROOT) with some -inf arcs and padding, and lengths [B].
+
+  A quarter of the sentences are full length; ~10% of arcs are -inf, one ROOT arc in ten sentences
+  too; word 0 of sentence 1 can only hang from ROOT (conftest enables float64)."""
+  rng = np.random.default_rng(seed)
+  full = rng.normal(size=(batch, n + 1, n))
+  if ties:
+    full = np.round(full)
+  full[rng.random(full.shape) < 0.1] = -np.inf
+  full[rng.random(batch) < 0.1, 0, rng.integers(n)] = -np.inf
+  full[1, 1:, 0] = -np.inf
+  lengths = rng.integers(0, n + 1, size=batch)
+  lengths[: batch // 4] = n
+  for b in range(batch):                                 # garbage on padding
+    full[b, lengths[b] + 1:, :] = 1e3
+    full[b, :, lengths[b]:] = -1e3
+  return full, lengths
+
+
+def _tree_table(full, length, single_root):
+  """(trees [T, length], scores [T]) of one sentence by enumeration (-inf: a forbidden arc)."""
+  trees = brute_force.all_trees(int(length), single_root)
+  arc, root = full[1:length + 1, :length], full[0, :length]
+  return trees, brute_force.tree_scores(arc, root, trees)
+
+
+def check_batch(full, lengths, out, single_root, atol=1e-9):
+  """Asserts `out` (best_and_next's dict) is right for every sentence of the batch; returns the
+  number of sentences with a finite next score."""
+  out = {k: np.asarray(v) for k, v in out.items()}
+  batch, n = lengths.shape[0], full.shape[-1]
+  assert out['heads'].shape == (batch, n) and out['heads'].dtype == np.int32
+  assert out['split_head'].dtype == np.int32 and out['split_dep'].dtype == np.int32
+  with_next = 0
+  for b, length in enumerate(lengths):
+    heads = out['heads'][b]
+    assert np.all(heads[length:] == -1)
+    if length == 0:
+      assert out['score'][b] == 0 and out['next_score'][b] == -np.inf
+      continue
+    trees, scores = _tree_table(full[b], length, single_root)
+    ranked = np.sort(scores[np.isfinite(scores)])[::-1]
+    best = ranked[0] if len(ranked) else -np.inf
+    second = ranked[1] if len(ranked) > 1 else -np.inf
+    np.testing.assert_allclose(out['score'][b], best, rtol=0, atol=atol)
+    np.testing.assert_allclose(out['next_score'][b], second, rtol=0, atol=atol)
+    if best > -np.inf:                                  # heads: an optimal tree of the family
+      found = np.flatnonzero(np.all(trees == heads[None, :length], axis=1))
+      assert len(found) == 1, heads
+      np.testing.assert_allclose(scores[found[0]], best, rtol=0, atol=atol)
+    head, dep = out['split_head'][b], out['split_dep'][b]
+    if second == -np.inf:
+      assert head == -1 and dep == -1
+      continue
+    with_next += 1
+    assert 0 <= dep < length and heads[dep] == head, (head, dep, heads)
+    without = trees[:, dep] != head                    # the best tree without the split arc
+    np.testing.assert_allclose(np.max(np.where(without, scores, -np.inf)), second, rtol=0, atol=atol)
+  return with_next
+
+
+def _run(full, lengths, single_root):
+  return best_and_next(jnp.asarray(full, jnp.float64), jnp.asarray(lengths), single_root)
+
+
+@pytest.mark.parametrize('ties', [False, True])
+@pytest.mark.parametrize('single_root', [True, False])
+def test_against_brute_force(single_root, ties):
+  full, lengths = _random_batch(int(single_root) + 2 * int(ties), 6, 96, ties)
+  with_next = check_batch(full, lengths, _run(full, lengths, single_root), single_root)
+  assert with_next >= 48
+
+
+def test_nested_contractions_are_covered():
+  """The random batches of the tests above contract cycles inside contracted cycles (where the
+  per-level re-weighting and the descendant condition matter) and pick a split arc that is not the
+  best arc of its column."""
+  full, lengths = _random_batch(1, 6, 96)
+  weights, penalty, valid, _ = _mst._graph(jnp.asarray(full[:, 1:]), jnp.asarray(full[:, 0]),
+                                           jnp.asarray(lengths), True)
+  st, _ = _mst._contract(weights, penalty, valid, incremental=True)
+  parent = np.asarray(st['parent'])
+  n_nodes = full.shape[-1] + 1
+  nested = np.any(parent[:, n_nodes:] >= n_nodes, axis=1)
+  assert nested.sum() >= 10, nested.sum()
+  out = _run(full, lengths, True)
+  assert check_batch(full[nested], lengths[nested], {k: np.asarray(v)[nested] for k, v in out.items()},
+                     True) >= 5
+
+
+def test_float32_and_jit_vmap():
+  full, lengths = _random_batch(5, 5, 24)
+  exact = _run(full, lengths, True)
+  single = best_and_next(jnp.asarray(full, jnp.float32), jnp.asarray(lengths), True)
+  for name in exact:
+    np.testing.assert_allclose(np.asarray(single[name], np.float64), np.asarray(exact[name]),
+                               rtol=1e-5, atol=1e-4)
+  assert single['score'].dtype == jnp.float32 and single['next_score'].dtype == jnp.float32
+  full32 = jnp.asarray(full.reshape(4, 6, 6, 5), jnp.float32)
+  mapped = jax.vmap(lambda f, l: best_and_next(f, l, True))(full32, jnp.asarray(lengths.reshape(4, 6)))
+  for name in exact:
+    np.testing.assert_array_equal(np.asarray(mapped[name]).reshape(single[name].shape), single[name])
+
+
+def test_single_trees_and_no_trees():
+  """One word: one tree, no second one; every tree forbidden: -inf scores; empty sentences."""
+  full = np.zeros((4, 4, 3))
+  full[1, 0, :] = -np.inf                       # no ROOT arc: no tree at all
+  full[2, 1:, :] = -np.inf                      # only ROOT arcs: one tree with many roots, none with one
+  lengths = np.array([1, 3, 3, 0])
+  for single_root in (True, False):
+    out = _run(full, lengths, single_root)
+    check_batch(full, lengths, out, single_root)
+  np.testing.assert_array_equal(np.asarray(out['score']), [0, -np.inf, 0, 0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('seed', range(6))
+@pytest.mark.parametrize('single_root', [True, False])
+def test_sweep_against_brute_force(single_root, seed):
+  full, lengths = _random_batch(100 + seed, 6, 400, ties=seed % 2 == 1)
+  check_batch(full, lengths, _run(full, lengths, single_root), single_root)
