@@ -30,8 +30,10 @@ import jax.numpy as jnp
 from jax import lax
 
 from jax_structured.trees import _exact_kernel
+from jax_structured.trees import _exact_kernel_grad
 from jax_structured.trees import _hessian_product
 from jax_structured.trees import _inputs
+from jax_structured.trees import _kernels
 from jax_structured.trees._elimination import _elimination_marginals
 from jax_structured.trees._elimination import _linear_marginals
 from jax_structured.trees._lu_path import _arc_mask
@@ -142,17 +144,39 @@ def _exact_chunk_product(arc_scores, root_scores, mask, directions, single_root)
       (arc_scores, root_scores), (mask,), directions)
 
 
+@functools.partial(jax.jit, static_argnums=(4, 5))
+def _kernel_chunk_product(arc_scores, root_scores, mask, directions, single_root, kernels):
+  """`_exact_chunk_product` along one direction (`directions = ((d_arc, d_root),)`: the first
+  derivative, `H t`) by the fused kernel of `_exact_kernel_grad` (`kernels`: interpreted or not), exact
+  where the linear elimination is trusted; the chunk's other sentences (no tree, non-finite scores, or
+  a tree far below its columns' best arcs) take `_exact_chunk_product` on XLA, only when there are any
+  (a `lax.cond`, as in `_exact_log_z_and_marginals`)."""
+  ((d_arc, d_root),) = directions
+  *product, trusted = _exact_kernel_grad.linear_marginals_product(
+      arc_scores, root_scores, mask, d_arc, d_root, single_root, kernels)
+  untrusted = ~trusted
+
+  def log_space(product):
+    exact = _exact_chunk_product(arc_scores, root_scores, mask, directions, single_root)
+    return tuple(jnp.where(untrusted.reshape((-1,) + (1,) * (e.ndim - 1)), e, v)
+                 for e, v in zip(exact, product))
+
+  return lax.cond(_any_anywhere(untrusted), log_space, lambda v: v, tuple(product))
+
+
 class _FlaggedProduct:
   """The derivative product (`_hessian_product.derivative_product`) of the exact marginals of the
   flagged batch elements, zero elsewhere: a `lax.while_loop` over chunks of the flagged elements
-  (`_replace_flagged`) runs `_exact_chunk_product` on each. Block diagonal, each block a derivative
-  of one sentence's log Z, so symmetric like the primitive needs.
+  (`_replace_flagged`) runs `_exact_chunk_product` on each, or with `kernels` (`_kernels.selected()`)
+  and one direction (the first derivative: what training needs) `_kernel_chunk_product`, one launch
+  per chunk. Block diagonal, each block a derivative of one sentence's log Z, so symmetric like the
+  primitive needs.
 
   Called as `(args=(arc [B, n, n], root [B, n]), constants=(mask [B, n], flags [B]), directions)`.
   """
 
-  def __init__(self, single_root, chunk):
-    self.single_root, self.chunk = single_root, chunk
+  def __init__(self, single_root, chunk, kernels=None):
+    self.single_root, self.chunk, self.kernels = single_root, chunk, kernels
 
   def __call__(self, args, constants, directions):
     (arc_scores, root_scores), (mask, flags) = args, constants
@@ -160,6 +184,8 @@ class _FlaggedProduct:
 
     def chunk_product(arc, root, mask, *chunk_directions):
       pairs = tuple(tuple(chunk_directions[i:i + 2]) for i in range(0, len(chunk_directions), 2))
+      if self.kernels is not None and len(pairs) == 1:
+        return _kernel_chunk_product(arc, root, mask, pairs, self.single_root, self.kernels)
       return _exact_chunk_product(arc, root, mask, pairs, self.single_root)
 
     zeros = _inputs.vary_like((jnp.zeros_like(arc_scores), jnp.zeros_like(root_scores)),
@@ -168,14 +194,13 @@ class _FlaggedProduct:
                             (arc_scores, root_scores, mask) + flat_directions, zeros, self.chunk)
 
   def __eq__(self, other):
-    return type(other) is _FlaggedProduct and (other.single_root, other.chunk) == (self.single_root,
-                                                                                   self.chunk)
+    return type(other) is _FlaggedProduct and (other.single_root, other.chunk, other.kernels) == (
+        self.single_root, self.chunk, self.kernels)
 
   def __hash__(self):
-    return hash((_FlaggedProduct, self.single_root, self.chunk))
+    return hash((_FlaggedProduct, self.single_root, self.chunk, self.kernels))
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1))
 def _exact_where_flagged(single_root, chunk, flags, arc_scores, root_scores, mask, log_z, arc_marginals,
                          root_marginals):
   """The LU path's `(log_z [B], arc_marginals [B, n, n], root_marginals [B, n])` with the `flags` [B]
@@ -187,22 +212,36 @@ def _exact_where_flagged(single_root, chunk, flags, arc_scores, root_scores, mas
   So when no element is flagged, the exact path adds two `lax.while_loop`s that stop before their
   first step (value, and one per derivative product) and selects; no conditional copies the
   [B, n, n] arrays and no chunk buffers are allocated.
+
+  Under `trees.use_kernels` (`_kernels.selected(n)`, read here, when the caller is traced) the exact
+  values of a chunk are one launch of `_exact_kernel` and the first derivative one launch of
+  `_exact_kernel_grad` (`_FlaggedProduct`); higher derivatives and untrusted sentences stay on XLA.
   """
-  return _replace_flagged(flags, functools.partial(_exact_padded, single_root=single_root),
-                          (arc_scores, root_scores, mask), (log_z, arc_marginals, root_marginals), chunk)
+  kernels = _kernels.selected(mask.shape[-1])
+  return _exact_where_flagged_rule(single_root, chunk, kernels, flags, arc_scores, root_scores, mask, log_z,
+                                   arc_marginals, root_marginals)
 
 
-@_exact_where_flagged.defjvp
-def _exact_where_flagged_jvp(single_root, chunk, primals, tangents):
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
+def _exact_where_flagged_rule(single_root, chunk, kernels, flags, arc_scores, root_scores, mask, log_z,
+                              arc_marginals, root_marginals):
+  """`_exact_where_flagged` with the kernels' setting given (`kernels`: `_kernels.selected()`)."""
+  exact_fn = functools.partial(_exact_padded, single_root=single_root, kernels=kernels)
+  return _replace_flagged(flags, exact_fn, (arc_scores, root_scores, mask),
+                          (log_z, arc_marginals, root_marginals), chunk)
+
+
+@_exact_where_flagged_rule.defjvp
+def _exact_where_flagged_jvp(single_root, chunk, kernels, primals, tangents):
   flags, arc_scores, root_scores, mask = primals[:4]
-  outputs = _exact_where_flagged(single_root, chunk, *primals)
+  outputs = _exact_where_flagged_rule(single_root, chunk, kernels, *primals)
   _, d_arc, d_root, _, d_log_z, d_arc_marginals, d_root_marginals = tangents
   arc_m, root_m = outputs[1:]
   # Marginals are exactly 0 on padding and forbidden arcs: a tangent there (even inf) adds nothing.
   d_log_z_exact = (jnp.sum(jnp.where(arc_m != 0, arc_m * d_arc, 0.0), axis=(-2, -1))
                    + jnp.sum(jnp.where(root_m != 0, root_m * d_root, 0.0), axis=-1))
   d_arc_exact, d_root_exact = _hessian_product.derivative_product(
-      _FlaggedProduct(single_root, chunk), (arc_scores, root_scores), (mask, flags), (d_arc, d_root))
+      _FlaggedProduct(single_root, chunk, kernels), (arc_scores, root_scores), (mask, flags), (d_arc, d_root))
   return outputs, (jnp.where(flags, d_log_z_exact, d_log_z),
                    jnp.where(flags[:, None, None], d_arc_exact, d_arc_marginals),
                    jnp.where(flags[:, None], d_root_exact, d_root_marginals))
