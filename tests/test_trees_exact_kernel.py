@@ -205,6 +205,16 @@ def test_chunk_product_untrusted_sentences_take_the_log_space_path(single_root):
     np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-5)
 
 
+@pytest.mark.slow  # the interpreter at a 64-word block (~20 s)
+@pytest.mark.parametrize('single_root', ROOT_MODES)
+def test_chunk_product_equals_the_xla_exact_path_at_64_words(single_root):
+  """At 60 words (a 64-word block, the largest `use_kernels('auto')` may take next), float64 and float32."""
+  for dtype, rtol, atol in ((np.float64, 1e-9, 1e-12), (np.float32, 1e-3, 1e-5)):
+    got, want = _chunk_products(11, np.array([60, 41]), 60, single_root, SHARP, dtype)
+    for g, w in zip(got, want):
+      np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+
+
 @pytest.mark.slow  # four exact programs in the interpreter (~40 s)
 def test_exact_gradient_under_vmap_and_with_many_flagged():
   """A user's `vmap` over the gradient (the product batched by `_hessian_product`), several sentences
@@ -230,14 +240,14 @@ def test_exact_kernels_lower_for_cuda(single_root, monkeypatch):
   """The derivative kernel, and the exact path's value and gradient inside a program with the
   kernels, lower for CUDA on a CPU-only jaxlib: one Triton call for the derivative product, one for the
   exact values, two for the common path (forward and backward)."""
-  arc = jnp.zeros((4, 20, 20), jnp.float32)
-  root = jnp.zeros((4, 20), jnp.float32)
-  mask = jnp.ones((4, 20), bool)
-  product = functools.partial(_exact_kernel_grad.linear_marginals_product, mask=mask, single_root=single_root,
-                              interpret=False)
-  text = jax.jit(lambda a, r: product(a, r, d_arc=a, d_root=r)).trace(arc, root).lower(
-      lowering_platforms=('cuda',)).as_text()
-  assert text.count('__gpu$xla.gpu.triton') == 1 and 'name = "matrix_tree_exact_linear_product"' in text
+  for n in (20, 60):  # blocks of 32 and 64 words
+    arc = jnp.zeros((4, n, n), jnp.float32)
+    root = jnp.zeros((4, n), jnp.float32)
+    product = functools.partial(_exact_kernel_grad.linear_marginals_product, mask=jnp.ones((4, n), bool),
+                                single_root=single_root, interpret=False)
+    text = jax.jit(lambda a, r: product(a, r, d_arc=a, d_root=r)).trace(arc, root).lower(
+        lowering_platforms=('cuda',)).as_text()
+    assert text.count('__gpu$xla.gpu.triton') == 1 and 'name = "matrix_tree_exact_linear_product"' in text
 
   def value_and_grad(arc, root):
     fn = lambda a, r: jnp.sum(trees.marginals(a, r, single_root=single_root, exact='in_program')[0] ** 2)
