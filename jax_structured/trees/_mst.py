@@ -75,11 +75,13 @@ _INVALID = np.int32(-(2**30))  # Integer part of arcs that do not exist (self lo
 # scores K = 24 / 40 / 111 at 512x32 / 64x64 / 32x200) and runs ceil(K / R) * R of them, the extra
 # ones no-ops. With a round's kernels costing c and a predicate (copy, wait, relaunch) p, the time is
 # about K c + K p / R + (R - 1) c / 2 on average, least at R = sqrt(2 K p / c). An H200 took 77-121 us
-# per round (whole `mst` / K); a round is ~50 fused kernels (XLA's CPU fusions of this body) and a
-# predicate some 10-30 us, so p / c ~ 0.1-0.4 and R* = 2.8-5.7 at K = 40 (3.5-7.5 at K = 111, 2.2-4.4
-# at K = 24). R = 4 is near all of them; the curve is flat there: at p / c = 0.25, R = 4 costs within
-# 2% of R* at each K, and it adds at most 3 rounds to a batch. Read when `_contract` is traced; to time
-# another R, set it and call `jax.clear_caches()` (launch/benchmarks/gpu_session.sh, step 4).
+# per round (whole `mst` / K: 2.03 / 3.07 / 13.41 ms); a round is ~50 fused kernels (XLA's CPU fusions
+# of this body) and a predicate perhaps 10-30 us (a guess, not measured), so p / c ~ 0.1-0.4 and R* =
+# 2.8-5.7 at K = 40 (3.5-7.5 at K = 111, 2.2-4.4 at K = 24). R = 4 is near all of them, and the curve
+# is flat there: at p / c = 0.25 R = 4 is within 2% of R* at each K; it adds at most 3 rounds to a
+# batch. The program grows with R: compiled for a CPU at 64x64, 1.4 / 2.2 / 5.7 s at R = 1 / 4 / 8.
+# Read when `_contract` is traced: to try another R, set it and call `jax.clear_caches()`, or pass
+# `rounds_per_predicate` (launch/benchmarks/gpu_session.sh, step 4, times R = 1, 2, 4, 8 on a GPU).
 ROUNDS_PER_PREDICATE = 4
 
 
