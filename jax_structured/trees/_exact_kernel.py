@@ -8,10 +8,12 @@ hand-written reverse sweep of `_linear_step_back` over those records for the mar
 `_linear_trusted`. On a GPU the XLA version is a `lax.scan` of n small steps each way (~10 launches
 per step); here it is one launch per chunk of flagged sentences.
 
-No derivatives: the exact path's derivatives (forward mode through both sweeps,
-`_exact_path._exact_chunk_product`) stay on XLA, and the log-space elimination of untrusted sentences
-too. Used for the exact values of `marginals` / `log_partition` on concrete arrays ('auto') under
-`trees.use_kernels`; see docs/decisions/2026-12-04-fused-matrix-tree-kernels.md.
+No derivatives: the first derivative (forward mode through both sweeps, the Hessian-vector product of
+log Z) is its own kernel, `_exact_kernel_grad`; higher ones (`_exact_path._exact_chunk_product`) and
+the log-space elimination of untrusted sentences stay on XLA. Used for the exact values of `marginals`
+/ `log_partition` under `trees.use_kernels`, on concrete arrays ('auto') and inside a program
+('in_program', `_exact_path._exact_where_flagged`); see
+docs/decisions/2026-12-04-fused-matrix-tree-kernels.md.
 """
 import functools
 

@@ -19,7 +19,10 @@ so it is the same forward-mode product on the cotangent; so are all higher deriv
 all their directions). `_hessian_product` binds them as one primitive whose transposes are itself
 (`_exact_where_flagged`, `_FlaggedProduct`): reverse mode keeps nothing of the exact path but the
 scores, never transposes its loop, and runs it over the flagged elements only (transposing the
-forward-mode program would run both sweeps backwards from checkpoints). Measurements of this design:
+forward-mode program would run both sweeps backwards from checkpoints). Under `trees.use_kernels` a
+chunk's exact values and its first derivative are one fused launch each (`_exact_kernel`,
+`_exact_kernel_grad`: the linear elimination and its sweeps; untrusted sentences and higher derivatives
+stay on XLA). Measurements of this design:
 docs/decisions/2026-11-29-exact-path-derivatives-and-while-loop.md and
 docs/decisions/2026-12-04-matrix-tree-and-mst-measurements.md.
 """
