@@ -38,151 +38,197 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax import lax
+import numpy as np
 
 from jax_structured.trees import _mst
 
 __all__ = ['best_and_next']
 
 
-def _chains(parent, count, length):
-  """int32 [B, count, length]: `chain[b, x, j]` = the j-th ancestor of x < count in the forest `parent`
-  [B, M] (roots point to themselves, so a chain ends repeating its root). Doubling: the chains' next
-  2^k entries are the 2^k-th ancestors of their first 2^k, so the gathers total B * count * length
-  elements."""
-  batch = parent.shape[0]
-  chain = jnp.broadcast_to(jnp.arange(count, dtype=jnp.int32)[None, :, None], (batch, count, 1))
-  up = parent
-  while chain.shape[-1] < length:
-    head = chain[..., :min(chain.shape[-1], length - chain.shape[-1])]
-    step = _mst._take(up, head.reshape(batch, -1)).reshape(head.shape)
-    chain = jnp.concatenate([chain, step], axis=-1)
-    up = _mst._take(up, up)
-  return chain
+def _smallest(mask, values):
+  """int32 [B, K]: the smallest of `values` int [B, M] where `mask` [B, K, M] (M + 1 where none), as
+  a float32 reduction (exact below 2^24; XLA's CPU runs integer reductions several times slower)."""
+  width = mask.shape[-1]
+  least = jnp.min(jnp.where(mask, values.astype(jnp.float32)[:, None, :], width + 1), axis=-1)
+  return least.astype(jnp.int32)
 
 
-def _levels(parent):
-  """int32 [B, M]: the number of proper ancestors of every id of the forest `parent` [B, M] (roots
-  point to themselves), by pointer jumping."""
-  width = parent.shape[-1]
-  ids = jnp.arange(width, dtype=jnp.int32)
-  level = (parent != ids).astype(jnp.int32)
-  far = parent
-  for _ in range(_mst._log2_ceil(width)):
-    level = level + _mst._take(level, far)
-    far = _mst._take(far, far)
-  return level
+def _tour(parent, counted):
+  """Positions in a depth-first traversal of the forest `parent` int32 [B, M] (roots point to
+  themselves; the roots, and every node's children, visited in id order), counting only the
+  `counted` nodes (bool [B, M]).
+
+  The Euler tour (an entry and an exit event per node, the roots hung under a virtual node M) is a
+  linked list whose successors follow from each node's first child and next sibling (two [B, M, M]
+  reductions); the counts come from list ranking by pointer jumping (ceil(log2(2M + 2)) gathers over
+  [B, 2M + 2]).
+
+  Returns:
+    (first, last) int32 [B, M]: the number of counted nodes entered before x, and that number plus
+    the counted nodes of x's subtree (x included): the counted nodes of the subtree of x take the
+    positions [first[x], last[x]).
+  """
+  batch, width = parent.shape
+  node = jnp.arange(width, dtype=jnp.int32)
+  above = jnp.where(parent == node, width, parent)                         # roots under node M
+  with_top = jnp.arange(width + 1, dtype=jnp.int32)
+  first_child = _smallest(above[:, None, :] == with_top[None, :, None], node[None, :])  # [B, M + 1]
+  next_sibling = _smallest((above[:, None, :] == above[:, :, None]) & (node[None, :] > node[:, None])[None],
+                           node[None, :])                                   # [B, M]
+  # Events: entry of x at x, exit of x at M + 1 + x (x <= M); the exit of M ends the list.
+  exit_of = lambda x: width + 1 + x
+  after_entry = jnp.where(first_child <= width, first_child, exit_of(with_top))
+  after_exit = jnp.where(next_sibling <= width, next_sibling, exit_of(above))
+  last_event = exit_of(width)
+  succ = jnp.concatenate([after_entry, after_exit, jnp.full((batch, 1), last_event, jnp.int32)], axis=1)
+  count = jnp.concatenate([jnp.broadcast_to(counted, parent.shape).astype(jnp.int32), jnp.zeros((batch, width + 2), jnp.int32)], axis=1)
+  jump = lambda _, c: (c[0] + _mst._take(c[0], c[1]), _mst._take(c[1], c[1]))
+  count, succ = lax.fori_loop(0, _mst._log2_ceil(2 * width + 2), jump, (count, succ))
+  total = count[:, width:width + 1]
+  return total - count[:, :width], total - count[:, width + 1:2 * width + 1]
 
 
-def _prefix_max(x, reverse=False):
-  """Inclusive running max of x [B, T, K] along T (from the end when `reverse`): T - 1 maxima of
-  contiguous [B, K] slices (faster on the CPU than a scan along the minor axis)."""
-  width = x.shape[1]
-  order = range(width - 1, -1, -1) if reverse else range(width)
-  out = {}
-  running = None
-  for t in order:
-    running = x[:, t] if running is None else jnp.maximum(running, x[:, t])
-    out[t] = running
-  return jnp.stack([out[t] for t in range(width)], axis=1)
+def _running_max(x):
+  """(inclusive running max from the start, from the end) of x [B, T, K] along T: one chain of
+  T - 1 maxima of contiguous [B, 2K] slices over both directions at once (faster on the CPU than a
+  scan along the minor axis, and half the operations of two chains)."""
+  width, k = x.shape[1], x.shape[2]
+  both = jnp.concatenate([x, x[:, ::-1]], axis=2)
+  out = [both[:, 0]]
+  for t in range(1, width):
+    out.append(jnp.maximum(out[-1], both[:, t]))
+  out = jnp.stack(out, axis=1)
+  return out[:, :, :k], out[:, ::-1, k:]
+
+
+def _rows(x, index):
+  """`x[b, index[b, i], j]` for x [B, T, K], index int [B, I] -> [B, I, K]: a gather along axis 1
+  (several times faster on the CPU than `_mst._take` on the flattened array, whose fused operand is
+  re-indexed through divisions)."""
+  index = jnp.broadcast_to(index[:, :, None], index.shape + (x.shape[2],))
+  return jnp.take_along_axis(x, index, axis=1)
+
+
+def _keys(weights, penalty, valid, levels):
+  """`_mst._column_keys(weights, penalty, valid)[0]` from its `levels` [B, 3, N] (the same values:
+  the per-column levels are not recomputed for every arc)."""
+  dtype = weights.dtype
+  floor = np.finfo(dtype).min
+  for _ in range(3):
+    floor = np.nextafter(floor, np.asarray(np.inf, dtype))
+  n_nodes = weights.shape[-1]
+  penalised = jnp.where(penalty == 1, levels[:, None, 0],
+                        jnp.where(penalty == n_nodes, levels[:, None, 1], levels[:, None, 2]))
+  plain = jnp.maximum(weights, jnp.asarray(floor, dtype))
+  # As a max over two halves: a reduction, which XLA's CPU computes once rather than inside every
+  # gather that reads it.
+  parts = jnp.stack([jnp.where(valid & (penalty == 0), plain, -jnp.inf),
+                     jnp.where(valid & (penalty != 0), penalised, -jnp.inf)])
+  return jnp.max(parts, axis=0).astype(dtype)
 
 
 def _decode(key, levels, root_weights):
-  """(negated penalty int32, weight) of column keys `key` [B, K, N] (`_mst._column_keys`; column on
+  """(negated penalty float32, weight) of column keys `key` [B, K, N] (`_mst._column_keys`; column on
   the last axis, levels [B, 3, N], root_weights [B, N]), as `_mst._greedy_arcs` reads them."""
   n_nodes = key.shape[-1]
   free = key > levels[:, None, 0]
   is_root = key == levels[:, None, 0]
-  neg_penalty = jnp.where(free, 0, jnp.where(is_root, -1, jnp.where(key == levels[:, None, 1], -n_nodes,
-                                                                   -n_nodes - 1)))
+  neg_penalty = jnp.where(free, 0., jnp.where(is_root, -1., jnp.where(key == levels[:, None, 1], -n_nodes,
+                                                                     -n_nodes - 1.))).astype(jnp.float32)
   weight = jnp.where(free, key, jnp.where(is_root, root_weights[:, None, :], jnp.zeros((), key.dtype)))
   return neg_penalty, weight
 
 
-def _preorder(heads):
-  """Depth-first preorder of the trees `heads` [B, N] (node 0 the root, a fixed point; children in
-  id order).
+def _owners(heads, st):
+  """int32 [B, N]: c(y), the id whose greedy arc is T's arc into y (-1 for ROOT).
 
-  Returns:
-    (depth, pre, size) int32 [B, N]: depth of every node, its preorder position, the size of its
-    subtree, so that the subtree of y is the nodes at positions [pre[y], pre[y] + size[y]).
-  """
+  Exactly one id per node y > 0: along the ids containing y (bottom up) y is the entry of a first
+  stretch of them (the arc of T into y enters each); the highest of these, c(y), is either a top id
+  or a member of a cycle that contains T's parent of y, so its greedy arc (the one it had when it
+  was alive) is T's arc into y; those below it were the entry members of their cycles, whose cycle
+  arcs T does not keep."""
   batch, n_nodes = heads.shape
-  node = jnp.arange(n_nodes, dtype=jnp.int32)
-  chain = _chains(heads, n_nodes, n_nodes)                                  # [B, N(x), N(j)]
-  depth = jnp.sum(chain != 0, axis=-1).astype(jnp.int32)
-  # ancestor[x, y]: y is an ancestor-or-self of x (the entry depth(x) - depth(y) of x's chain).
-  up = depth[:, :, None] - depth[:, None, :]
-  at = node[None, :, None] * n_nodes + jnp.maximum(up, 0)
-  ancestor = (up >= 0) & (_mst._take(chain.reshape(batch, -1), at.reshape(batch, -1)).reshape(at.shape)
-                          == node[None, None, :])
-  size = jnp.sum(ancestor, axis=1).astype(jnp.int32)
-  # Subtrees of the earlier siblings of every node, then the preorder: the sum over its ancestors.
-  sibling = ((heads[:, None, :] == heads[:, :, None]) & (node[None, :] < node[:, None])[None]
-             & (node != 0)[None, None, :])                                   # [B, N(a), N(b)]
-  before = jnp.sum(jnp.where(sibling, size[:, None, :], 0), axis=-1)
-  pre = jnp.sum(jnp.where(ancestor, before[:, None, :] + 1, 0), axis=-1).astype(jnp.int32) - 1
-  return depth, pre, size
+  ids = jnp.arange(2 * n_nodes, dtype=jnp.int32)
+  src, dst = st['best_src'], st['best_dst']
+  in_tree = (ids >= 1) & (ids < st['next_id'][:, None]) & (dst >= 1) & (_mst._take(heads, dst) == src)
+  owner = jax.ops.segment_max(jnp.where(in_tree, ids, -1).reshape(-1), _mst._flat_segments(dst, n_nodes),
+                              batch * n_nodes)
+  return jnp.maximum(owner.reshape(batch, n_nodes), -1)
 
 
-def _best_swaps(weights, penalty, valid, nodes, st, levels):
+def _owner_forest(owner, st):
+  """int32 [B, N]: for every node y > 0, the node y' whose id c(y') is the smallest owner id that
+  strictly contains c(y) (0 = ROOT when none does; ROOT points to itself).
+
+  The first owner id above c(y) in the contraction forest, by pointer jumping: a pointer stays on an
+  owner id (or a top) and otherwise jumps to where its target points."""
+  batch, n_nodes = owner.shape
+  n_ids = 2 * n_nodes
+  ids = jnp.arange(n_ids, dtype=jnp.int32)
+  has = owner >= 0
+  marked = jnp.zeros(batch * n_ids, bool).at[_mst._flat_segments(jnp.maximum(owner, 0), n_ids, keep=has)].set(
+      True, mode='drop').reshape(batch, n_ids)
+  forest = jnp.where(st['parent'] >= 0, st['parent'], ids)
+
+  def jump(_, above):
+    stop = _mst._take(marked, above) | (_mst._take(forest, above) == above)
+    return jnp.where(stop, above, _mst._take(above, above))
+
+  above = lax.fori_loop(0, _mst._log2_ceil(n_ids), jump, forest)
+  found = _mst._take(above, jnp.maximum(owner, 0))
+  parent = jnp.where(has & _mst._take(marked, found), _mst._take(st['best_dst'], found), 0)
+  return jnp.where(has, parent, 0)
+
+
+def _best_swaps(weights, penalty, valid, nodes, st, levels, separate=False):
   """For every node y, the swap of the id c(y) whose greedy arc is T's arc into y (module docstring).
 
   Args:
     weights, penalty, valid: [B, N, N] as `_mst._contract` takes them; nodes: int32 [B, N], T's head
-    node of every node (`_mst._expand`); st, levels: `_mst._contract`'s results.
+    node of every node (`_mst._expand`); st, levels: `_mst._contract`'s results; separate: static,
+    compute the permuted keys and their running maxima on their own (`_stored`; the CPU).
 
   Returns:
-    (usable bool [B, N]: some allowed arc enters c(y); delta_key int32 [B, N]; delta_score [B, N]).
+    (usable bool [B, N]: some allowed arc enters c(y); delta_key float32 [B, N] (an integer);
+    delta_score [B, N]).
   """
   batch, n_nodes = nodes.shape
-  n_ids = 2 * n_nodes
   node = jnp.arange(n_nodes, dtype=jnp.int32)
-  ids = jnp.arange(n_ids, dtype=jnp.int32)
   heads = jnp.where(node == 0, 0, nodes)                                  # ROOT: a fixed point
-  _, pre, size = _preorder(heads)
+  # c(y): the id whose greedy arc is T's arc into y (one per node but ROOT). x is a member of c(y)
+  # iff c(y) contains c(x): iff y is an ancestor of x in the forest of the ids c(y) (`_owner_forest`).
+  owner = _owners(heads, st)
+  owner_parent = _owner_forest(owner, st)
+  # One traversal of T (the sources outside the subtree of y: positions outside [pre[y], end[y])) and
+  # one of the owners' forest (the members of c(y): positions in [first[y], last[y])), as one batch.
+  first, last = _tour(jnp.concatenate([heads, owner_parent]), jnp.ones((2 * batch, n_nodes), bool))
+  pre, end = first[:batch], last[:batch]
+  position, low, high = first[batch:, None, :], first[batch:, :, None], last[batch:, :, None]
+  member = (position >= low) & (position < high)                           # [B, N(y), N(x)]
   # Column keys (sources in preorder, T-parent arcs left out) and their running maxima both ways.
-  keys, _ = _mst._column_keys(weights, penalty, valid)                     # [B, N(u), N(x)]
+  keys = _keys(weights, penalty, valid, levels)                            # [B, N(u), N(x)]
   keys = jnp.where(node[None, :, None] == heads[:, None, :], -jnp.inf, keys)
   order = jnp.zeros(batch * n_nodes, jnp.int32).at[_mst._flat_segments(pre, n_nodes)].set(
       jnp.broadcast_to(node, (batch, n_nodes)).reshape(-1)).reshape(batch, n_nodes)
-  at = order[:, :, None] * n_nodes + node[None, None, :]
-  by_position = _mst._take(keys.reshape(batch, -1), at.reshape(batch, -1)).reshape(at.shape)
-  before = _prefix_max(by_position)                                        # [B, N(p), N(x)]
-  after = _prefix_max(by_position, reverse=True)
+  by_position = _rows(keys, order)                                         # [B, N(p), N(x)]
+  before, after = _running_max(by_position)
   after = jnp.concatenate([after, jnp.full((batch, 1, n_nodes), -jnp.inf, after.dtype)], axis=1)
   # The best key of column x from outside the subtree of y: [B, N(y), N(x)].
-  low = (jnp.maximum(pre - 1, 0)[:, :, None] * n_nodes + node).reshape(batch, -1)
-  high = ((pre + size)[:, :, None] * n_nodes + node).reshape(batch, -1)
-  outside = jnp.maximum(
-      jnp.where((pre > 0)[:, :, None], _mst._take(before.reshape(batch, -1), low).reshape(
-          batch, n_nodes, n_nodes), -jnp.inf),
-      _mst._take(after.reshape(batch, -1), high).reshape(batch, n_nodes, n_nodes))
-  # c(y): the id whose greedy arc is T's arc into y; x is its member iff c(y) is on x's forest chain.
-  src, dst = st['best_src'], st['best_dst']
-  in_tree = (ids >= 1) & (ids < st['next_id'][:, None]) & (dst >= 1) & (_mst._take(heads, dst) == src)
-  owner = jax.ops.segment_max(jnp.where(in_tree, ids, -1).reshape(-1),
-                              _mst._flat_segments(dst, n_nodes), batch * n_nodes).reshape(batch, n_nodes)
-  forest = jnp.where(st['parent'] >= 0, st['parent'], ids)
-  level = _levels(forest)
-  chain = _chains(forest, n_nodes, n_nodes)                                 # [B, N(x), N(j)]
-  owner_at = jnp.maximum(owner, 0)
-  up = level[:, None, :n_nodes] - _mst._take(level, owner_at)[:, :, None]   # [B, N(y), N(x)]
-  at = node[None, None, :] * n_nodes + jnp.clip(up, 0, n_nodes - 1)
-  member = (up >= 0) & (_mst._take(chain.reshape(batch, -1), at.reshape(batch, -1)).reshape(at.shape)
-                        == owner_at[:, :, None])
+  outside = jnp.maximum(jnp.where((pre > 0)[:, :, None], _rows(before, jnp.maximum(pre - 1, 0)), -jnp.inf),
+                        _rows(after, end))
   # f: the lexicographic max of g over the members' candidates.
   neg_penalty, weight = _decode(outside, levels, weights[:, 0, :])
   usable = member & (outside > -jnp.inf)
-  g_key = jnp.where(usable, neg_penalty - st['key_offset'][:, None, :], _mst._INVALID)
+  g_key = jnp.where(usable, neg_penalty - st['key_offset'][:, None, :].astype(jnp.float32), -jnp.inf)
   f_key = jnp.max(g_key, axis=-1)                                          # [B, N(y)]
   g_score = jnp.where(usable & (g_key == f_key[..., None]), weight - st['score_offset'][:, None, :],
                       -jnp.inf)
   f_score = jnp.max(g_score, axis=-1)
   # g(e): T's arc into y.
   arc = heads * n_nodes + node
-  e_key = -_mst._take(penalty.reshape(batch, -1), arc) - st['key_offset']
+  e_key = (-_mst._take(penalty.reshape(batch, -1), arc) - st['key_offset']).astype(jnp.float32)
   e_score = _mst._take(weights.reshape(batch, -1), arc) - st['score_offset']
-  usable = (node >= 1) & (owner >= 0) & (f_key > _mst._INVALID)
+  usable = (node >= 1) & (f_key > -jnp.inf)
   return usable, e_key - f_key, e_score - f_score
 
 
@@ -192,7 +238,8 @@ def _pass(weights, penalty, valid, real, single_root, incremental):
   batch, n_nodes = real.shape
   st, levels = _mst._contract(weights, penalty, valid, incremental)
   nodes = _mst._expand(st, n_nodes)
-  usable, delta_key, delta_score = _best_swaps(weights, penalty, valid, nodes, st, levels)
+  usable, delta_key, delta_score = _best_swaps(weights, penalty, valid, nodes, st, levels,
+                                               separate=incremental)
   # T's value (real words only: padding hangs from ROOT by a free arc of any weight).
   arc = nodes * n_nodes + jnp.arange(n_nodes, dtype=jnp.int32)
   word = real & (jnp.arange(n_nodes) > 0)[None, :]
@@ -202,7 +249,7 @@ def _pass(weights, penalty, valid, real, single_root, incremental):
   valid_tree = tree_penalty == want
   # The cheapest swap: the lexicographic min of delta over the usable nodes (ties: lowest node).
   node = jnp.arange(n_nodes, dtype=jnp.int32)
-  min_key = jnp.min(jnp.where(usable, delta_key, jnp.iinfo(jnp.int32).max), axis=-1)
+  min_key = jnp.min(jnp.where(usable, delta_key, jnp.inf), axis=-1)
   usable &= delta_key == min_key[:, None]
   min_score = jnp.min(jnp.where(usable, delta_score, jnp.inf), axis=-1)
   chosen = jnp.min(jnp.where(usable & (delta_score == min_score[:, None]), node, n_nodes), axis=-1)
