@@ -1,4 +1,5 @@
-"""The exact path's derivative kernel (jax_structured/trees/_exact_kernel_grad.py), in the Pallas interpreter.
+"""The exact path's derivative kernel (jax_structured/trees/_exact_kernel_grad.py): in the Pallas
+interpreter here, compiled by Triton on a GPU (`_interpret`, as tests/test_trees_kernels.py).
 
 References: forward mode through today's XLA linear elimination (`jax.jvp` of
 `_elimination._linear_marginals`, and `_exact_path._exact_chunk_product`, the product the kernel
@@ -24,6 +25,12 @@ from jax_structured.trees import _kernels
 ROOT_MODES = [True, False]
 BIG = 1e4  # garbage in padded entries: never read
 SHARP = 40.0  # arcs 0 -> 1 and 1 -> 0 scored this: the LU path flags the sentence
+
+
+def _interpret():
+  """The kernels as `use_kernels('on')` runs them here: interpreted, or compiled on a GPU."""
+  with trees.use_kernels('on'):
+    return _kernels.selected(8)
 
 
 def _batch(seed, lengths, n, scale=1.0, cycle=None):
@@ -75,7 +82,7 @@ def test_product_matches_forward_mode_through_the_linear_elimination(single_root
   mask = _mask(lengths, 5)
   inputs = tuple(jnp.asarray(x) for x in (arc, root))
   got_arc, got_root, trusted = _exact_kernel_grad.linear_marginals_product(
-      *inputs, mask, jnp.asarray(d_arc), jnp.asarray(d_root), single_root, True)
+      *inputs, mask, jnp.asarray(d_arc), jnp.asarray(d_root), single_root, _interpret())
   want_arc, want_root = _jvp_of_linear_marginals(*inputs, mask, jnp.asarray(d_arc), jnp.asarray(d_root),
                                                  single_root)
   assert np.asarray(trusted).all()
@@ -146,7 +153,7 @@ def test_exact_gradient_matches_enumeration_and_finite_differences(single_root, 
     flagged = trees.marginals(arc, root, lengths, single_root=single_root, exact='flag')[0]
   assert np.isnan(np.asarray(flagged)).any(axis=(1, 2)).all()
   (d_arc, d_root), weights = _gradients(arc, root, lengths, single_root, 'on')
-  assert calls == [True]  # one trace, interpreted
+  assert calls == [_interpret()]  # one trace
   (xla_arc, xla_root), _ = _gradients(arc, root, lengths, single_root, 'off')
   np.testing.assert_allclose(d_arc, xla_arc, rtol=1e-9, atol=1e-12)
   np.testing.assert_allclose(d_root, xla_root, rtol=1e-9, atol=1e-12)
@@ -167,7 +174,7 @@ def _chunk_products(seed, lengths, n, single_root, cycle, dtype=np.float64):
   mask = _mask(lengths, n)
   arc, root, d_arc, d_root = (jnp.asarray(x, dtype) for x in (arc, root, d_arc, d_root))
   directions = ((d_arc, d_root),)
-  got = _exact_path._kernel_chunk_product(arc, root, mask, directions, single_root, True)
+  got = _exact_path._kernel_chunk_product(arc, root, mask, directions, single_root, _interpret())
   want = _exact_path._exact_chunk_product(arc, root, mask, directions, single_root)
   return got, want
 
@@ -194,9 +201,10 @@ def test_chunk_product_untrusted_sentences_take_the_log_space_path(single_root):
   mask = _mask(lengths, 6)
   inputs = tuple(jnp.asarray(x) for x in (arc, root))
   directions = ((jnp.asarray(d_arc), jnp.asarray(d_root)),)
-  trusted = _exact_kernel_grad.linear_marginals_product(*inputs, mask, *directions[0], single_root, True)[2]
+  trusted = _exact_kernel_grad.linear_marginals_product(*inputs, mask, *directions[0], single_root,
+                                                        _interpret())[2]
   assert list(np.asarray(trusted)) == [False, False, True]
-  got = _exact_path._kernel_chunk_product(*inputs, mask, directions, single_root, True)
+  got = _exact_path._kernel_chunk_product(*inputs, mask, directions, single_root, _interpret())
   want = _exact_path._exact_chunk_product(*inputs, mask, directions, single_root)
   for g, w in zip(got, want):
     np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
