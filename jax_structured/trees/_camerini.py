@@ -89,24 +89,25 @@ def _tour(parent, counted):
 
 
 def _running_max(x):
-  """(inclusive running max from the start, from the end) of x [B, T, K] along T: one chain of
-  T - 1 maxima of contiguous [B, 2K] slices over both directions at once (faster on the CPU than a
-  scan along the minor axis, and half the operations of two chains)."""
-  width, k = x.shape[1], x.shape[2]
+  """Running maxima of x [B, T, K] along T, from the start and from the end, as [B, T, 2K]: entry
+  [b, t, k] = max(x[b, :t + 1, k]), entry [b, t, K + k] = max(x[b, T - 1 - t:, k]). One chain of
+  T - 1 maxima of contiguous [B, 2K] slices for both directions (faster on the CPU than a scan along
+  the minor axis, and half the operations of two chains)."""
+  width = x.shape[1]
   both = jnp.concatenate([x, x[:, ::-1]], axis=2)
   out = [both[:, 0]]
   for t in range(1, width):
     out.append(jnp.maximum(out[-1], both[:, t]))
-  out = jnp.stack(out, axis=1)
-  return out[:, :, :k], out[:, ::-1, k:]
+  return jnp.stack(out, axis=1)
 
 
 def _rows(x, index):
-  """`x[b, index[b, i], j]` for x [B, T, K], index int [B, I] -> [B, I, K]: a gather along axis 1
-  (several times faster on the CPU than `_mst._take` on the flattened array, whose fused operand is
-  re-indexed through divisions)."""
-  index = jnp.broadcast_to(index[:, :, None], index.shape + (x.shape[2],))
-  return jnp.take_along_axis(x, index, axis=1)
+  """`x[b, index[b, i], :]` for x [B, T, K], index int [B, I] in [0, T) -> [B, I, K]: one gather of
+  whole rows of the flattened [B T, K] array (on the CPU several times faster than element gathers
+  along axis 1, whose indices XLA builds and checks element by element)."""
+  batch, width, k = x.shape
+  flat = _mst._flat_segments(index, width)
+  return x.reshape(batch * width, k)[flat].reshape(index.shape + (k,))
 
 
 def _keys(weights, penalty, valid, levels):
@@ -205,17 +206,19 @@ def _best_swaps(weights, penalty, valid, nodes, st, levels, separate=False):
   pre, end = first[:batch], last[:batch]
   position, low, high = first[batch:, None, :], first[batch:, :, None], last[batch:, :, None]
   member = (position >= low) & (position < high)                           # [B, N(y), N(x)]
-  # Column keys (sources in preorder, T-parent arcs left out) and their running maxima both ways.
-  keys = _keys(weights, penalty, valid, levels)                            # [B, N(u), N(x)]
-  keys = jnp.where(node[None, :, None] == heads[:, None, :], -jnp.inf, keys)
+  # Column keys with the sources in preorder (T-parent arcs left out; the arrays are permuted before
+  # the keys are made, so that no gather re-evaluates them), then running maxima both ways.
   order = jnp.zeros(batch * n_nodes, jnp.int32).at[_mst._flat_segments(pre, n_nodes)].set(
       jnp.broadcast_to(node, (batch, n_nodes)).reshape(-1)).reshape(batch, n_nodes)
-  by_position = _rows(keys, order)                                         # [B, N(p), N(x)]
-  before, after = _running_max(by_position)
-  after = jnp.concatenate([after, jnp.full((batch, 1, n_nodes), -jnp.inf, after.dtype)], axis=1)
-  # The best key of column x from outside the subtree of y: [B, N(y), N(x)].
-  outside = jnp.maximum(jnp.where((pre > 0)[:, :, None], _rows(before, jnp.maximum(pre - 1, 0)), -jnp.inf),
-                        _rows(after, end))
+  by_position = _keys(_rows(weights, order), _rows(penalty, order), _rows(valid, order), levels)
+  by_position = jnp.where(order[:, :, None] == heads[:, None, :], -jnp.inf, by_position)
+  running = _running_max(by_position)                                      # [B, N(p), 2 N(x)]
+  # The best key of column x from outside the subtree of y: [B, N(y), N(x)], positions [0, pre[y])
+  # (the first half of `running`, row pre[y] - 1) and [end[y], N) (the second, row N - 1 - end[y]).
+  start = _rows(running, jnp.maximum(pre - 1, 0))[..., :n_nodes]
+  rest = _rows(running, jnp.maximum(n_nodes - 1 - end, 0))[..., n_nodes:]
+  outside = jnp.maximum(jnp.where((pre > 0)[:, :, None], start, -jnp.inf),
+                        jnp.where((end < n_nodes)[:, :, None], rest, -jnp.inf))
   # f: the lexicographic max of g over the members' candidates.
   neg_penalty, weight = _decode(outside, levels, weights[:, 0, :])
   usable = member & (outside > -jnp.inf)
