@@ -88,13 +88,13 @@ def _tour(parent, counted):
   return total - count[:, :width], total - count[:, width + 1:2 * width + 1]
 
 
-def _running_max(x):
+def _running_max(x, reversed_x):
   """Running maxima of x [B, T, K] along T, from the start and from the end, as [B, T, 2K]: entry
-  [b, t, k] = max(x[b, :t + 1, k]), entry [b, t, K + k] = max(x[b, T - 1 - t:, k]). One chain of
-  T - 1 maxima of contiguous [B, 2K] slices for both directions (faster on the CPU than a scan along
-  the minor axis, and half the operations of two chains)."""
+  [b, t, k] = max(x[b, :t + 1, k]), entry [b, t, K + k] = max(x[b, T - 1 - t:, k]) (`reversed_x` is
+  x[:, ::-1]). One chain of T - 1 maxima of contiguous [B, 2K] slices for both directions (faster on
+  the CPU than a scan along the minor axis, and half the operations of two chains)."""
   width = x.shape[1]
-  both = jnp.concatenate([x, x[:, ::-1]], axis=2)
+  both = jnp.concatenate([x, reversed_x], axis=2)
   out = [both[:, 0]]
   for t in range(1, width):
     out.append(jnp.maximum(out[-1], both[:, t]))
@@ -206,13 +206,12 @@ def _best_swaps(weights, penalty, valid, nodes, st, levels, separate=False):
   pre, end = first[:batch], last[:batch]
   position, low, high = first[batch:, None, :], first[batch:, :, None], last[batch:, :, None]
   member = (position >= low) & (position < high)                           # [B, N(y), N(x)]
-  # Column keys with the sources in preorder (T-parent arcs left out; the arrays are permuted before
-  # the keys are made, so that no gather re-evaluates them), then running maxima both ways.
+  # Column keys with the sources in preorder (T-parent arcs left out), running maxima both ways.
   order = jnp.zeros(batch * n_nodes, jnp.int32).at[_mst._flat_segments(pre, n_nodes)].set(
       jnp.broadcast_to(node, (batch, n_nodes)).reshape(-1)).reshape(batch, n_nodes)
-  by_position = _keys(_rows(weights, order), _rows(penalty, order), _rows(valid, order), levels)
-  by_position = jnp.where(order[:, :, None] == heads[:, None, :], -jnp.inf, by_position)
-  running = _running_max(by_position)                                      # [B, N(p), 2 N(x)]
+  keys = _keys(weights, penalty, valid, levels)
+  keys = jnp.where(node[None, :, None] == heads[:, None, :], -jnp.inf, keys)  # [B, N(u), N(x)]
+  running = _running_max(_rows(keys, order), _rows(keys, order[:, ::-1]))  # [B, N(p), 2 N(x)]
   # The best key of column x from outside the subtree of y: [B, N(y), N(x)], positions [0, pre[y])
   # (the first half of `running`, row pre[y] - 1) and [end[y], N) (the second, row N - 1 - end[y]).
   start = _rows(running, jnp.maximum(pre - 1, 0))[..., :n_nodes]
