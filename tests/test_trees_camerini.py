@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jax_structured.trees import _camerini
 from jax_structured.trees import _mst
 from jax_structured.trees._camerini import best_and_next
 
@@ -124,6 +125,73 @@ def test_single_trees_and_no_trees():
     out = _run(full, lengths, single_root)
     check_batch(full, lengths, out, single_root)
   np.testing.assert_array_equal(np.asarray(out['score']), [0, -np.inf, 0, 0])
+
+
+def test_straight_round_body_gives_the_same_results():
+  """The round body of GPUs and TPUs (`incremental=False`), run here on the CPU, agrees."""
+  full, lengths = _random_batch(7, 6, 48, ties=True)
+  for single_root in (True, False):
+    fast = _run(full, lengths, single_root)
+    straight = best_and_next(jnp.asarray(full), jnp.asarray(lengths), single_root, incremental=False)
+    for name in fast:
+      np.testing.assert_array_equal(np.asarray(straight[name]), np.asarray(fast[name]))
+
+
+def _dfs(parent, counted):
+  """(first, last) of `_camerini._tour` for one forest, by a recursive depth-first search."""
+  width = len(parent)
+  children = [[c for c in range(width) if parent[c] == p and c != p] for p in range(width)]
+  first, last, seen = np.zeros(width, int), np.zeros(width, int), [0]
+
+  def visit(x):
+    first[x] = seen[0]
+    seen[0] += int(counted[x])
+    for c in children[x]:
+      visit(c)
+    last[x] = seen[0]
+
+  for root in (x for x in range(width) if parent[x] == x):
+    visit(root)
+  return first, last
+
+
+def test_tour_against_depth_first_search():
+  rng = np.random.default_rng(0)
+  width, batch = 9, 64
+  parent = np.zeros((batch, width), np.int32)
+  for b in range(batch):                         # random forests: parents among earlier nodes or self
+    rank = rng.permutation(width)
+    for i, x in enumerate(rank):
+      parent[b, x] = x if i == 0 or rng.random() < 0.2 else rank[rng.integers(i)]
+  counted = rng.random((batch, width)) < 0.7
+  first, last = _camerini._tour(jnp.asarray(parent), jnp.asarray(counted))
+  for b in range(batch):
+    want_first, want_last = _dfs(parent[b], counted[b])
+    np.testing.assert_array_equal(first[b], want_first)
+    np.testing.assert_array_equal(last[b], want_last)
+
+
+def test_every_word_has_one_owner():
+  """`_owners`: every node but ROOT is the target of exactly one in-tree greedy arc (module docstring),
+  and the members of its id form a subtree of T rooted at it."""
+  full, lengths = _random_batch(3, 6, 96, ties=True)
+  for single_root in (True, False):
+    weights, penalty, valid, _ = _mst._graph(jnp.asarray(full[:, 1:]), jnp.asarray(full[:, 0]),
+                                             jnp.asarray(lengths), single_root)
+    st, _ = _mst._contract(weights, penalty, valid, incremental=True)
+    nodes = _mst._expand(st, weights.shape[-1])
+    heads = jnp.where(jnp.arange(weights.shape[-1]) == 0, 0, nodes)
+    owner = np.asarray(_camerini._owners(heads, st))
+    assert owner[:, 0].max() == -1 and owner[:, 1:].min() >= 1
+    src, dst = np.asarray(st['best_src']), np.asarray(st['best_dst'])
+    rows = np.arange(len(owner))[:, None]
+    np.testing.assert_array_equal(dst[rows, owner[:, 1:]], np.arange(1, weights.shape[-1])[None].repeat(
+        len(owner), 0))
+    np.testing.assert_array_equal(src[rows, owner[:, 1:]], np.asarray(heads)[:, 1:])
+    ids = np.arange(src.shape[1])[None]                 # no other id's arc is in T: one owner each
+    in_tree = ((ids >= 1) & (ids < np.asarray(st['next_id'])[:, None]) & (dst >= 1)
+               & (np.take_along_axis(np.asarray(heads), dst, 1) == src))
+    assert in_tree.sum() == (weights.shape[-1] - 1) * len(owner)
 
 
 @pytest.mark.slow

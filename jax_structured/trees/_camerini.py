@@ -21,17 +21,27 @@ minus a constant of c (the cycle arcs of c and of the ids above it), so with
 `g(u, x) = (-penalty(u, x) - key_offset[x], weight(u, x) - score_offset[x])`,
 `delta_c = g(e_c) - max g(f)` over the allowed arcs (the constant cancels).
 
-The search for f_c, vectorised in O(N^2 log N) gathers plus one [N, N] x [N, N] product per sentence:
-  * `d[x, u]` = depth of the lowest common T-ancestor of u and x (a product of the T-ancestor
-    indicator matrix with itself). For c containing x, `dst_c` is a T-ancestor of x (the members of c
-    form a subtree of T entered at `dst_c`), so u is outside the subtree of `dst_c` iff
-    `d[x, u] < depth(dst_c)`;
-  * per column x, the best key of its arcs (`_mst._column_keys`: within a column the key order is
-    the order of g) bucketed by `d[x, u]` (the arc from x's T-parent left out: for the id entered at
-    x it is e_c, for the others it lies inside c), then a running max over the buckets:
-    `best[x, t]` = best key with `d[x, u] <= t`;
-  * f_c = the lexicographic max of g over c's member columns x of `best[x, depth(dst_c) - 1]`, the
-    key decoded back to its (penalty, weight) as `_mst._greedy_arcs` does.
+Only the ids whose arc is in T count, and there is exactly one per node y > 0, c(y), the one whose
+arc is T's arc into y (`_owners`); its members form a subtree of T entered at y. So for every node
+y: f(y) = the best arc (u -> x) with x a member of c(y), u outside the T-subtree of y, other than
+T's arc into y. Vectorised in O(N^2) work per sentence plus O(N log N) gathers, no [B, N, N, N] or
+[B, 2N, 2N] array:
+  * a depth-first traversal of T (`_tour`: Euler tour and list ranking) numbers the nodes so that
+    the subtree of y is the range [pre[y], end[y]);
+  * the column keys of `_mst._column_keys` (within a column their order is the order of g; the arc
+    from x's T-parent left out) with the sources permuted into that order, and their running
+    maxima from both ends (`_running_max`): the best key of column x from outside the subtree of y
+    is the max of two entries;
+  * x is a member of c(y) iff c(y) contains c(x): y is an ancestor-or-self of x in the forest of the
+    owner ids (`_owner_forest`), whose traversal, run in the same batch as T's, numbers the members
+    of c(y) as a range;
+  * f(y) = the lexicographic max of g over the members' candidates, each key decoded back to its
+    (penalty, weight) as `_mst._greedy_arcs` does.
+
+Cost (CPU, float32, N(0, 1) scores, single root, one core): about 0.3 of one `trees.mst` on top of
+it (the pass takes ~1.3x `trees.mst` at 512x32 and 64x64). On the CPU every [B, N, N]-sized gather
+is a gather of whole rows (`_rows`): XLA's CPU fuses an element gather with its operand's producers
+and its index computation and then runs several times slower.
 """
 import functools
 
@@ -81,7 +91,8 @@ def _tour(parent, counted):
   after_exit = jnp.where(next_sibling <= width, next_sibling, exit_of(above))
   last_event = exit_of(width)
   succ = jnp.concatenate([after_entry, after_exit, jnp.full((batch, 1), last_event, jnp.int32)], axis=1)
-  count = jnp.concatenate([jnp.broadcast_to(counted, parent.shape).astype(jnp.int32), jnp.zeros((batch, width + 2), jnp.int32)], axis=1)
+  count = jnp.concatenate([jnp.broadcast_to(counted, parent.shape).astype(jnp.int32),
+                           jnp.zeros((batch, width + 2), jnp.int32)], axis=1)
   jump = lambda _, c: (c[0] + _mst._take(c[0], c[1]), _mst._take(c[1], c[1]))
   count, succ = lax.fori_loop(0, _mst._log2_ceil(2 * width + 2), jump, (count, succ))
   total = count[:, width:width + 1]
@@ -181,13 +192,12 @@ def _owner_forest(owner, st):
   return jnp.where(has, parent, 0)
 
 
-def _best_swaps(weights, penalty, valid, nodes, st, levels, separate=False):
+def _best_swaps(weights, penalty, valid, nodes, st, levels):
   """For every node y, the swap of the id c(y) whose greedy arc is T's arc into y (module docstring).
 
   Args:
     weights, penalty, valid: [B, N, N] as `_mst._contract` takes them; nodes: int32 [B, N], T's head
-    node of every node (`_mst._expand`); st, levels: `_mst._contract`'s results; separate: static,
-    compute the permuted keys and their running maxima on their own (`_stored`; the CPU).
+    node of every node (`_mst._expand`); st, levels: `_mst._contract`'s results.
 
   Returns:
     (usable bool [B, N]: some allowed arc enters c(y); delta_key float32 [B, N] (an integer);
@@ -240,8 +250,7 @@ def _pass(weights, penalty, valid, real, single_root, incremental):
   batch, n_nodes = real.shape
   st, levels = _mst._contract(weights, penalty, valid, incremental)
   nodes = _mst._expand(st, n_nodes)
-  usable, delta_key, delta_score = _best_swaps(weights, penalty, valid, nodes, st, levels,
-                                               separate=incremental)
+  usable, delta_key, delta_score = _best_swaps(weights, penalty, valid, nodes, st, levels)
   # T's value (real words only: padding hangs from ROOT by a free arc of any weight).
   arc = nodes * n_nodes + jnp.arange(n_nodes, dtype=jnp.int32)
   word = real & (jnp.arange(n_nodes) > 0)[None, :]
@@ -280,7 +289,8 @@ def best_and_next(full, lengths, single_root, incremental=None):
     is no valid tree), next_score [C] (the second-best valid tree's score, -inf if none),
     split_head int32 [C], split_dep int32 [C]: the arc e_{c*} of the best tree (word coordinates, head
     -1 = ROOT) whose exclusion leaves a graph whose best tree scores next_score; both -1 when
-    next_score is -inf). Ties are broken deterministically (lowest index / id first). In float32 the
+    next_score is -inf). Ties are broken deterministically (lowest index first; among equal swaps the
+    lowest split_dep). In float32 the
     next score is `score - delta`, rounded differently from the sum of the second tree's arcs.
   """
   count, n = full.shape[0], full.shape[-1]
