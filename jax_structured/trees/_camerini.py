@@ -48,7 +48,6 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax import lax
-import numpy as np
 
 from jax_structured.trees import _mst
 
@@ -119,24 +118,6 @@ def _rows(x, index):
   batch, width, k = x.shape
   flat = _mst._flat_segments(index, width)
   return x.reshape(batch * width, k)[flat].reshape(index.shape + (k,))
-
-
-def _keys(weights, penalty, valid, levels):
-  """`_mst._column_keys(weights, penalty, valid)[0]` from its `levels` [B, 3, N] (the same values:
-  the per-column levels are not recomputed for every arc)."""
-  dtype = weights.dtype
-  floor = np.finfo(dtype).min
-  for _ in range(3):
-    floor = np.nextafter(floor, np.asarray(np.inf, dtype))
-  n_nodes = weights.shape[-1]
-  penalised = jnp.where(penalty == 1, levels[:, None, 0],
-                        jnp.where(penalty == n_nodes, levels[:, None, 1], levels[:, None, 2]))
-  plain = jnp.maximum(weights, jnp.asarray(floor, dtype))
-  # As a max over two halves: a reduction, which XLA's CPU computes once rather than inside every
-  # gather that reads it.
-  parts = jnp.stack([jnp.where(valid & (penalty == 0), plain, -jnp.inf),
-                     jnp.where(valid & (penalty != 0), penalised, -jnp.inf)])
-  return jnp.max(parts, axis=0).astype(dtype)
 
 
 def _decode(key, levels, root_weights):
@@ -219,7 +200,7 @@ def _best_swaps(weights, penalty, valid, nodes, st, levels):
   # Column keys with the sources in preorder (T-parent arcs left out), running maxima both ways.
   order = jnp.zeros(batch * n_nodes, jnp.int32).at[_mst._flat_segments(pre, n_nodes)].set(
       jnp.broadcast_to(node, (batch, n_nodes)).reshape(-1)).reshape(batch, n_nodes)
-  keys = _keys(weights, penalty, valid, levels)
+  keys = _mst._column_keys(weights, penalty, valid)[0]                     # as `_contract`'s: shared
   keys = jnp.where(node[None, :, None] == heads[:, None, :], -jnp.inf, keys)  # [B, N(u), N(x)]
   running = _running_max(_rows(keys, order), _rows(keys, order[:, ::-1]))  # [B, N(p), 2 N(x)]
   # The best key of column x from outside the subtree of y: [B, N(y), N(x)], positions [0, pre[y])
