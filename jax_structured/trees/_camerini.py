@@ -68,8 +68,8 @@ def _tour(parent, counted):
   `counted` nodes (bool [B, M]).
 
   The Euler tour (an entry and an exit event per node, the roots hung under a virtual node M) is a
-  linked list whose successors follow from each node's first child and next sibling (two [B, M, M]
-  reductions); the counts come from list ranking by pointer jumping (ceil(log2(2M + 2)) gathers over
+  linked list whose successors follow from each node's first child (a segment min) and next sibling
+  (a [B, M, M] reduction); the counts come from list ranking by pointer jumping (ceil(log2(2M + 2)) gathers over
   [B, 2M + 2]).
 
   Returns:
@@ -81,7 +81,9 @@ def _tour(parent, counted):
   node = jnp.arange(width, dtype=jnp.int32)
   above = jnp.where(parent == node, width, parent)                         # roots under node M
   with_top = jnp.arange(width + 1, dtype=jnp.int32)
-  first_child = _smallest(above[:, None, :] == with_top[None, :, None], node[None, :])  # [B, M + 1]
+  first_child = jax.ops.segment_min(jnp.broadcast_to(node, parent.shape).reshape(-1),
+                                    _mst._flat_segments(above, width + 1), batch * (width + 1))
+  first_child = jnp.minimum(first_child.reshape(batch, width + 1), width + 1)    # [B, M + 1]
   next_sibling = _smallest((above[:, None, :] == above[:, :, None]) & (node[None, :] > node[:, None])[None],
                            node[None, :])                                   # [B, M]
   # Events: entry of x at x, exit of x at M + 1 + x (x <= M); the exit of M ends the list.
