@@ -38,8 +38,8 @@ T's arc into y. Vectorised in O(N^2) work per sentence plus O(N log N) gathers, 
   * f(y) = the lexicographic max of g over the members' candidates, each key decoded back to its
     (penalty, weight) as `_mst._greedy_arcs` does.
 
-Cost (CPU, float32, N(0, 1) scores, single root, one core): about 0.3 of one `trees.mst` on top of
-it (the pass takes ~1.3x `trees.mst` at 512x32 and 64x64). On the CPU every [B, N, N]-sized gather
+Cost (CPU, float32, N(0, 1) scores, single root, one core): about 0.2-0.25 of one `trees.mst` on
+top of it (the pass takes ~1.25x `trees.mst` at 512x32, ~1.2x at 64x64). On the CPU every [B, N, N]-sized gather
 is a gather of whole rows (`_rows`): XLA's CPU fuses an element gather with its operand's producers
 and its index computation and then runs several times slower.
 """
@@ -204,7 +204,8 @@ def _best_swaps(weights, penalty, valid, nodes, st, levels):
       jnp.broadcast_to(node, (batch, n_nodes)).reshape(-1)).reshape(batch, n_nodes)
   keys = _mst._column_keys(weights, penalty, valid)[0]                     # as `_contract`'s: shared
   keys = jnp.where(node[None, :, None] == heads[:, None, :], -jnp.inf, keys)  # [B, N(u), N(x)]
-  running = _running_max(_rows(keys, order), _rows(keys, order[:, ::-1]))  # [B, N(p), 2 N(x)]
+  by_position = _rows(keys, order)
+  running = _running_max(by_position, by_position[:, ::-1])                 # [B, N(p), 2 N(x)]
   # The best key of column x from outside the subtree of y: [B, N(y), N(x)], positions [0, pre[y])
   # (the first half of `running`, row pre[y] - 1) and [end[y], N) (the second, row N - 1 - end[y]).
   start = _rows(running, jnp.maximum(pre - 1, 0))[..., :n_nodes]
