@@ -377,3 +377,20 @@ def test_fixed_doubling_steps_suffice_for_n_live_ids():
   np.testing.assert_array_equal(on_cycle & (pred != ids), want_on_cycle & (pred != ids))
   np.testing.assert_array_equal(jnp.where(want_on_cycle, label, -1), jnp.where(want_on_cycle, want_label, -1))
   assert bool(jnp.any(want_on_cycle[1] & (pred[1] != ids)))     # the long cycle is found
+
+
+def test_dense_segment_best_of_straight_rounds_matches_the_scatters():
+  # The straight rounds take each supernode's best arc by masked reductions instead of scatters: the
+  # same (key, score, index) per segment, ties to the lowest index, empty segments included.
+  from jax_structured.trees import _mst
+  rng = np.random.default_rng(13)
+  batch, k, segments = 6, 30, 60
+  key = rng.integers(-3, 2, size=(batch, k)).astype(np.int32)
+  key[rng.random(key.shape) < 0.2] = _mst._INVALID
+  score = np.round(rng.normal(size=(batch, k))).astype(np.float32)   # many ties
+  seg = rng.integers(0, segments // 3, size=(batch, k)).astype(np.int32)   # most segments empty
+  args = (jnp.asarray(key), jnp.asarray(score), jnp.asarray(seg), segments)
+  want = jax.jit(_mst._segment_best, static_argnums=3)(*args)
+  got = jax.jit(_mst._segment_best_dense, static_argnums=3)(*args)
+  for g, w in zip(got, want):
+    np.testing.assert_array_equal(g, w)

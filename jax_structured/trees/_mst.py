@@ -37,8 +37,9 @@ The skipping (the conds and the walk's loops) is for the CPU only. On a GPU ever
 loop predicate is a device-to-host copy and a wait (docs/decisions/2026-11-27-mst-round-bodies-per-platform.md,
 docs/decisions/2026-12-04-matrix-tree-and-mst-measurements.md). So the program picks
 its round body by the platform it is compiled for (`lax.platform_dependent`): on GPUs and TPUs a
-round is a straight line of kernels (every column searched, `_cycles` with a fixed number of steps),
-and one iteration of the rounds loop runs `ROUNDS_PER_PREDICATE` of them, the loop's own predicate
+round is a straight line of kernels (every column searched, `_cycles` with a fixed number of steps,
+each supernode's best arc by masked reductions instead of scatters: `_segment_best_dense`), and one
+iteration of the rounds loop runs `ROUNDS_PER_PREDICATE` of them, the loop's own predicate
 being the one host read per iteration (`incremental` in `_contract`; a round after the predicate turns
 false leaves the carry as it is, so the results are those of one round per iteration).
 
@@ -260,6 +261,26 @@ def _segment_best(key, score, segments, num_segments):
   return best_key, best_score, jnp.minimum(best_index.reshape(batch, num_segments), k - 1)
 
 
+def _segment_best_dense(key, score, segments, num_segments):
+  """`_segment_best` by masked reductions over [B, S, K] instead of scatters (the same values).
+
+  For the straight rounds of GPUs and TPUs: each of the three passes is one reduction kernel with its
+  mask computed inline, where the scatters take a buffer fill, the scatter and a gather between them
+  (about 11 kernels of a ~50-kernel round, by XLA's CPU fusions). [B, 2N, N] elements a pass: 1.1M at
+  512x32, 2.6M at 32x200.
+  """
+  k = key.shape[-1]
+  member = segments[:, None, :] == jnp.arange(num_segments, dtype=segments.dtype)[None, :, None]
+  low = jnp.iinfo(key.dtype).min                                  # segment_max's value for no entry
+  best_key = jnp.max(jnp.where(member, key[:, None, :], low), axis=-1)
+  top = member & (key[:, None, :] == best_key[:, :, None])
+  best_score = jnp.max(jnp.where(top, score[:, None, :], -jnp.inf), axis=-1)
+  top &= score[:, None, :] == best_score[:, :, None]
+  index = lax.broadcasted_iota(jnp.int32, top.shape, 2)
+  best_index = jnp.min(jnp.where(top, index, k), axis=-1)
+  return best_key, best_score, jnp.minimum(best_index, k - 1)
+
+
 def _cycles(pred, active, steps=None):
   """The cycles of the functional graphs `pred` [B, M] (one per sentence; inactive ids point to themselves).
 
@@ -373,8 +394,9 @@ def _initial_state(keys_by_column, batch, n_nodes, dtype):
   return state
 
 
-def _greedy_arcs(st, levels, root_weights):
-  """The best arc into every supernode of the round's carry `st`, re-weighted.
+def _greedy_arcs(st, levels, root_weights, dense=False):
+  """The best arc into every supernode of the round's carry `st`, re-weighted (over its members by
+  `_segment_best`, or with `dense` by `_segment_best_dense`: the same values).
 
   Returns:
     (sup_key, sup_score [B, 2N]: the arc's re-weighted key and score, pred [B, 2N]: the id its source
@@ -391,7 +413,8 @@ def _greedy_arcs(st, levels, root_weights):
   col_key = jnp.where(best > -jnp.inf, neg_penalty - st['key_offset'], _INVALID)
   col_score = jnp.where(free, best, jnp.where(is_root, root_weights, 0)) - st['score_offset']
   # Then into every supernode (over its members).
-  sup_key, sup_score, sup_dst = _segment_best(col_key, col_score, rep, 2 * n_nodes)
+  segment_best = _segment_best_dense if dense else _segment_best
+  sup_key, sup_score, sup_dst = segment_best(col_key, col_score, rep, 2 * n_nodes)
   sup_src = _take(col_src, sup_dst)
   active = (sup_key > _INVALID) & (ids != 0)
   pred = jnp.where(active, _take(rep, sup_src), ids)
@@ -437,7 +460,8 @@ def _contraction_round(st, keys_by_column, levels, root_weights, incremental):
   n_nodes = rep.shape[-1]
   n_ids = 2 * n_nodes
   ids = jnp.arange(n_ids, dtype=jnp.int32)
-  sup_key, sup_score, pred, active, best_src, best_dst = _greedy_arcs(st, levels, root_weights)
+  sup_key, sup_score, pred, active, best_src, best_dst = _greedy_arcs(st, levels, root_weights,
+                                                                      dense=not incremental)
   on_cycle, label = _greedy_cycles(st, pred, active, incremental)
   leader = on_cycle & (label == ids)
   new_id_of_leader = st['next_id'][:, None] + _running_count(leader) - 1

@@ -19,7 +19,9 @@
 #      8 rounds per predicate read (`_mst._contract(..., rounds_per_predicate=R)`; the module default is
 #      `_mst.ROUNDS_PER_PREDICATE`), against TurboParser's C++ CPU figures of the report (19.2 / 96.6 ms,
 #      `launch/benchmarks/trees.py` REFERENCE; issue 61's goal: 10x faster), with rounds and loop
-#      iterations per batch and the compile seconds of each R (compiled side by side in threads);
+#      iterations per batch and the compile seconds of each R (compiled side by side in threads); and
+#      R = 4 with the CPU rounds' scatters in place of the straight rounds' masked reductions for the
+#      best arc into each supernode (`_mst._segment_best` / `_segment_best_dense`);
 #   5. exact_grad.log: value + gradient through `trees.marginals` as models train (`exact='flag'` over
 #      the batch, then the flagged sentences' exact path in a second program, `exact='in_program'`),
 #      with one sharp sentence and with none, under `trees.use_kernels('on')` and `'off'`, at 512x32 and
@@ -184,10 +186,23 @@ def straight(rounds):
   return jax.jit(heads)
 
 
-def compile_all(programs):
-  """{name: (jitted, args)} -> {name: (compiled, compile seconds)}: lowered here, compiled in threads."""
-  lowered = {name: fn.lower(*args) for name, (fn, args) in programs.items()}
+def lower_all(programs):
+  """{name: (jitted, args)} -> {name: lowered}; 'R=4 scatters' with `_mst._segment_best` (the CPU
+  rounds' scatters) in place of the straight rounds' masked reductions, `_segment_best_dense`."""
+  lowered = {}
+  for name, (fn, args) in programs.items():
+    dense = _mst._segment_best_dense
+    if name[-1] == 'R=4 scatters':
+      _mst._segment_best_dense = _mst._segment_best
+    try:
+      lowered[name] = fn.lower(*args)
+    finally:
+      _mst._segment_best_dense = dense
+  return lowered
 
+
+def compile_all(lowered):
+  """{name: lowered} -> {name: (compiled, compile seconds)}, compiled in threads."""
   def compile_one(item):
     start = time.perf_counter()
     return item[0], (item[1].compile(), time.perf_counter() - start)
@@ -202,9 +217,10 @@ for batch, n in sizes:
   arc, root = jax.random.normal(keys[0], (batch, n, n)), jax.random.normal(keys[1], (batch, n))
   data[batch, n] = (arc, root, jnp.full((batch,), n, jnp.int32))
   programs.update({(batch, n, f'R={r}'): (straight(r), data[batch, n]) for r in ROUNDS})
+  programs[batch, n, 'R=4 scatters'] = (straight(4), data[batch, n])
   programs[batch, n, 'trees.mst'] = (jax.jit(trees.mst), (arc, root))
 start = time.perf_counter()
-compiled = compile_all(programs)
+compiled = compile_all(lower_all(programs))
 print(f'{len(compiled)} programs compiled in {time.perf_counter() - start:.1f} s (in parallel threads)', flush=True)
 for batch, n in sizes:
   arc, root, lengths = data[batch, n]
@@ -219,7 +235,7 @@ for batch, n in sizes:
   print(f'{batch}x{n}: {rounds} rounds; heads equal for every R and trees.mst: {same}; '
         f'C++ reference {reference} ms', flush=True)
   for name, (median_s, _, count) in timed.items():
-    r = int(name[2:]) if name.startswith('R=') else None
+    r = int(name[2:3]) if name.startswith('R=') else None
     loops = f', {math.ceil(rounds / r)} loop iterations' if r else ''
     print(f'  {name}: {1e3 * median_s:.3f} ms (median of {count}), {reference / (1e3 * median_s):.1f}x faster than '
           f'C++ (goal 10x); compile {compiled[batch, n, name][1]:.1f} s{loops}', flush=True)
