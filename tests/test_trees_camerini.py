@@ -8,6 +8,7 @@ import pytest
 from jax_structured.trees import _camerini
 from jax_structured.trees import _mst
 from jax_structured.trees._camerini import best_and_next
+from jax_structured.trees._max_marginals import best_trees
 
 
 def _random_batch(seed, n, batch, ties=False):
@@ -125,6 +126,31 @@ def test_single_trees_and_no_trees():
     out = _run(full, lengths, single_root)
     check_batch(full, lengths, out, single_root)
   np.testing.assert_array_equal(np.asarray(out['score']), [0, -np.inf, 0, 0])
+
+
+@pytest.mark.parametrize('single_root', [True, False])
+def test_longer_sentences_against_constrained_trees(single_root):
+  """n = 16 (deeper contraction forests than brute force reaches): the second-best tree is the best
+  tree without one arc of the best tree (Lawler), so next_score = the max over the arcs e of T of the
+  best tree without e (each by `mst`), reached at the split arc."""
+  full, lengths = _random_batch(11, 16, 24, ties=False)
+  full[: 6, 1:] = np.round(full[: 6, 1:])                # ties in a quarter of them
+  lengths = np.maximum(lengths, 8)                       # (some padding garbage becomes real words)
+  batch, n = lengths.shape[0], full.shape[-1]
+  out = {k: np.asarray(v) for k, v in _run(full, lengths, single_root).items()}
+  without = np.repeat(full[:, None], n, axis=1)           # [B, n (word whose T-arc goes), n + 1, n]
+  word = np.arange(n)
+  without[np.arange(batch)[:, None], word[None], out['heads'] + 1, word[None]] = -np.inf
+  _, scores = best_trees(jnp.asarray(without.reshape(batch * n, n + 1, n)), jnp.asarray(np.repeat(lengths, n)),
+                         single_root, projective=False)
+  scores = np.where(word[None] < lengths[:, None], np.asarray(scores).reshape(batch, n), -np.inf)
+  _, best = best_trees(jnp.asarray(full), jnp.asarray(lengths), single_root, projective=False)
+  np.testing.assert_allclose(out['score'], best, rtol=0, atol=1e-9)
+  np.testing.assert_allclose(out['next_score'], scores.max(axis=1), rtol=0, atol=1e-9)
+  found = out['next_score'] > -np.inf
+  assert found.sum() >= batch // 2
+  np.testing.assert_allclose(scores[found, out['split_dep'][found]], out['next_score'][found], rtol=0, atol=1e-9)
+  np.testing.assert_array_equal(out['heads'][found, out['split_dep'][found]], out['split_head'][found])
 
 
 def test_straight_round_body_gives_the_same_results():
