@@ -168,8 +168,16 @@ def _outside_max(tables, arc_r, arc_l, o_cr, o_cl):
 @functools.partial(jax.jit, static_argnames=('single_root',))
 def _projective_mm(arc, root, lengths, single_root):
   """Projective max-marginals [B, n + 1, n] (row 0 = ROOT) by Viterbi inside-outside."""
+  return viterbi_max_marginals(arc, root, lengths, single_root)
+
+
+def viterbi_max_marginals(arc, root, lengths, single_root, tables=None):
+  """`_projective_mm` (not jitted), reusing the max-semiring inside `tables` of
+  `_projective._inside_tables` when given (so that a caller that also backtracks the best tree runs
+  the inside pass once)."""
   arc_r, arc_l, root_s = _projective._span_arcs(arc, root, lengths)
-  tables = _projective._inside_tables(arc_r, arc_l, 'max')
+  if tables is None:
+    tables = _projective._inside_tables(arc_r, arc_l, 'max')
   batch, n_nodes = arc_r.shape[0], arc_r.shape[1]
   n = n_nodes - 1
   rows = jnp.arange(batch)[:, None]

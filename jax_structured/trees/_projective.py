@@ -272,15 +272,16 @@ def _readout(comp_r, comp_l, root, lengths, single_root, semiring):
   return jnp.where(lengths > 0, total, jnp.zeros((), comp_r.dtype))
 
 
-def _value_and_gradients(arc_scores, root_scores, lengths, single_root, semiring):
+def _value_and_gradients(arc_scores, root_scores, lengths, single_root, semiring, tables=None):
   """Inside value [B] and its gradient w.r.t. (arc_scores [B, n, n], root_scores [B, n]).
 
-  Runs the inside pass, then the hand-written outside pass; the cheap O(B N^2) gathers before and
-  after it (span layout, readout) are differentiated by `jax.vjp`.
+  Runs the inside pass (unless its `tables` are given), then the hand-written outside pass; the cheap
+  O(B N^2) gathers before and after it (span layout, readout) are differentiated by `jax.vjp`.
   """
   (arc_r, arc_l, root), spans_vjp = jax.vjp(
       lambda a, r: _span_arcs(a, r, lengths), arc_scores, root_scores)
-  tables = _inside_tables(arc_r, arc_l, semiring)
+  if tables is None:
+    tables = _inside_tables(arc_r, arc_l, semiring)
   value, readout_vjp = jax.vjp(
       lambda cr, cl, r: _readout(cr, cl, r, lengths, single_root, semiring),
       tables['cr_s'], tables['cl_s'], root)
@@ -380,8 +381,14 @@ def projective_mst(arc_scores, root_scores, lengths=None, *, single_root=True):
   if n == 0:
     return jnp.zeros(batch_shape + (0,), jnp.int32)
   arc_g, root_g = _gradients(arc, root, lengths, bool(single_root), 'max')
-  # Column m of [root; arcs] is one-hot at the head of m (ROOT in row 0).
+  return heads_from_argmax_gradients(arc_g, root_g, lengths).reshape(batch_shape + (n,))
+
+
+def heads_from_argmax_gradients(arc_g, root_g, lengths):
+  """heads int32 [B, n] from the max-semiring gradients (arc [B, n, n], root [B, n]) of Eisner's
+  value: column m of [root; arcs] is one-hot at the head of m (ROOT in row 0); -1 on padding."""
+  n = arc_g.shape[-1]
   chosen = jnp.concatenate([root_g[:, None, :], arc_g], axis=1)
   heads = jnp.argmax(chosen, axis=1).astype(jnp.int32) - 1
   real = jnp.arange(n)[None, :] < lengths[:, None]
-  return jnp.where(real, heads, -1).reshape(batch_shape + (n,))
+  return jnp.where(real, heads, -1)
