@@ -9,9 +9,10 @@
 #   1. report.md / report.json / report.log: `python3 -m launch.benchmark report --families=trees`, FIRST
 #      (the report's trees family: every column, the `kernel ...` columns, the kernels' errors against the
 #      LU programs, the compile seconds of both, `model +grad prog` beside `model +grad`, the goals);
-#   2. kernel_tests.log: tests/test_trees_kernels.py, slow ones included, where `use_kernels('on')` now
-#      selects the compiled Triton kernels (not the interpreter): float64 against enumeration, the gradient
-#      against finite differences, flags and the exact path of flagged sentences;
+#   2. kernel_tests.log: tests/test_trees_kernels.py and tests/test_trees_exact_kernel.py (the exact
+#      path's derivative kernel), slow ones included, where `use_kernels('on')` now selects the compiled
+#      Triton kernels (not the interpreter): float64 against enumeration, the gradient against finite
+#      differences, flags and the exact path of flagged sentences;
 #   3. lowering.log: seconds to trace + lower, and to compile, the kernels at the benchmark's sizes that
 #      they take (a block of at most `_kernels.MAX_BLOCK` words), and value + gradient ms with 1 to 16
 #      warps per program (to check `_kernels.num_warps`);
@@ -30,7 +31,7 @@
 #      for the exact path's derivative (the XLA product where there is none).
 # Time: every step runs under `timeout` at its cap or at what is left of DEADLINE_S (default 560 s from
 # the start), whichever is less: step 1 330 s (`--budget_s=280`: 291 s on the H200 at budget 260, the
-# family writes its tables after its last size), 2 80 s, 3 50 s, 4 45 s, 5 45 s; give the call
+# family writes its tables after its last size), 2 110 s, 3 50 s, 4 45 s, 5 45 s; give the call
 # `timeout_s=600` (what is under $OUT comes back even if it is cut). Wheels are not needed for these steps
 # (the image has jax, flax, optax, absl, numpy, scipy, pytest, torch); a carried `.whl` folder
 # (/work/shared/gpu/make_wheels.sh, plus torch-struct for its columns) is installed when present.
@@ -86,8 +87,9 @@ if [[ $STEPS == *1* ]] && t=$(step_seconds 330) && [ "$t" -gt 0 ]; then
     > "$OUT/report.log" 2>&1
   echo "report: exit $? (limit ${t} s)"; tail -n 30 "$OUT/report.md" 2>/dev/null
 fi
-if [[ $STEPS == *2* ]] && t=$(step_seconds 80) && [ "$t" -gt 0 ]; then
+if [[ $STEPS == *2* ]] && t=$(step_seconds 110) && [ "$t" -gt 0 ]; then
   timeout "$t" python3 -m pytest -q -p no:xdist -p no:cacheprovider -m 'slow or not slow' tests/test_trees_kernels.py \
+    tests/test_trees_exact_kernel.py \
     > "$OUT/kernel_tests.log" 2>&1
   echo "kernel tests: exit $? (limit ${t} s)"; tail -n 15 "$OUT/kernel_tests.log"
 fi

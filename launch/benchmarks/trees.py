@@ -111,8 +111,8 @@ REFERENCE = {
 
 
 # The k-best and max-marginal columns (issue 60) are timed only up to this much work per call:
-# batch x constrained decodings per sentence x n^2 (x n more for the projective ones, Eisner being
-# O(n^3)). At these limits a call takes minutes on one CPU core (one core, 2026-12-04: 64x64 max-marg 152 s,
+# batch x constrained decodings per sentence (k-best: `2k - 2` oracle passes) x n^2 (x n more for the
+# projective ones, Eisner being O(n^3)). At these limits a call takes minutes on one CPU core (one core, 2026-12-04: 64x64 max-marg 152 s,
 # proj k-best 5 78 s; 512x32 proj k-best 16, work 8.1e9, took 123 s a call after a 427 s first call).
 STRUCTURED_MAX_WORK = {'mst': 2**31, 'eisner': 5 * 2**30}
 # torch-struct's projective top-k up to batch x n^3 x k (64x64 at k = 5: 33 s and 1.7 GB on one CPU core).
@@ -124,7 +124,7 @@ def structured_work(batch, length, column):
   if 'max-marg' in column:
     decodings = 1 if column.startswith('proj') else length * (length + 1)
   else:
-    decodings = 1 + (int(column.rsplit(' ', 1)[1]) - 1) * length
+    decodings = max(1, 2 * int(column.rsplit(' ', 1)[1]) - 2)
   decoder = 'eisner' if column.startswith('proj') else 'mst'
   return batch * decodings * length**(3 if decoder == 'eisner' else 2), decoder
 
@@ -185,12 +185,13 @@ class SplitLossAndGrad:
   """value_and_grad of the `_loss_and_grad` loss as models now train (`training.steps`): the program
   with the LU path only over the batch (`exact='flag'`; flagged sentences weigh 0), then, only when
   the flags read on the host show any, the exact path (`exact='in_program'`) in a second program over
-  those sentences alone, gathered into a batch of a power of two; the two parts are added."""
+  those sentences alone, gathered into a batch of a power of two; the two parts are added. `kernels`
+  holds for both programs (the exact one then takes the derivative kernel, `_exact_kernel_grad`)."""
 
   def __init__(self, kernels='off'):
     def loss(exact):
       def fn(arc_scores, root_scores, arc_weights, root_weights):
-        with trees.use_kernels(kernels if exact == 'flag' else 'off'):  # the exact program: LU + exact path
+        with trees.use_kernels(kernels):  # both programs, as `training.steps` under use_kernels
           arc_m, root_m = trees.marginals(arc_scores, root_scores, exact=exact)
         flagged = jnp.isnan(root_m).any(-1) | jnp.isnan(arc_m).any((-2, -1))
         arc_m = jnp.where(flagged[:, None, None], 0.0, arc_m)
