@@ -83,7 +83,10 @@ def _runners(model, variables, mode):
   return tx, split, reference
 
 
-@pytest.mark.parametrize('kind,mode', [('pair', 'none'), ('pair', 'shard_map'), ('document', 'pmap')])
+# One case in the quick suite; the other parallel modes (about 80 s on two cores) in the slow stage.
+@pytest.mark.parametrize('kind,mode', [('pair', 'none'),
+                                       pytest.param('pair', 'shard_map', marks=pytest.mark.slow),
+                                       pytest.param('document', 'pmap', marks=pytest.mark.slow)])
 def test_split_steps_equal_the_in_program_steps(kind, mode):
   model, batch, variables = _problem(kind)
   tx, split, reference = _runners(model, variables, mode)

@@ -285,7 +285,7 @@ def test_check_grads(single_root, lu_path_only):
   assert np.abs(jac * off).max() > 1e-3
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_float32_stability(single_root):
   """N(0, 3^2) at n=200 and |scores| <= 60 at n=500 in float32: no overflow, sums within 1e-3."""
   rng = np.random.default_rng(2)
@@ -312,7 +312,7 @@ def test_float32_stability(single_root):
 
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)
-@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+@pytest.mark.parametrize('dtype', [np.float32, pytest.param(np.float64, marks=pytest.mark.slow)])  # float64: slow stage
 def test_sharp_scores_match_enumeration(single_root, dtype):
   """N(0, 30^2) and N(0, 60^2) scores (the LU path loses everything there): enumeration accuracy.
 
@@ -945,7 +945,7 @@ def test_sample_frequencies(single_root):
   assert heads_v.shape == (2, 4) and heads_v[1, 3] == -1
 
 
-@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+@pytest.mark.parametrize('dtype', [np.float32, pytest.param(np.float64, marks=pytest.mark.slow)])  # float64: slow stage
 @pytest.mark.parametrize('single_root', ROOT_MODES)
 def test_sharp_sample_frequencies(single_root, dtype):
   """Sharp scores (a dominant 2-cycle: the LU inverse is useless there) still give exact samples.

@@ -312,7 +312,7 @@ def test_rounds_on_accelerators_have_no_loop_or_branch_inside():
   assert traced.lower(lowering_platforms=('cpu',)).as_text().count('stablehlo.while') > 2
 
 
-@pytest.mark.parametrize('single_root', [True, False])
+@pytest.mark.parametrize('single_root', [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_several_straight_rounds_per_predicate_match_one(single_root):
   # GPUs and TPUs run R rounds per iteration of the rounds loop (one host read of its predicate per R
   # rounds); rounds after the predicate turns false keep the carry, so every R gives the carry of
