@@ -128,7 +128,15 @@ def _cases():
     if cls.CAUSAL:
       supported.append('language_model')
     out += [(name, head) for head in supported]
-  return out
+  # The quick suite: every encoder under the sentence classifier, and every head over the first
+  # encoder that supports it; the other pairs (a head's code is the same for every encoder) in the
+  # slow stage.
+  quick, heads_seen = [], set()
+  for name, head in out:
+    fast = head == 'classifier.sentence' or head not in heads_seen
+    heads_seen.add(head)
+    quick.append((name, head) if fast else pytest.param(name, head, marks=pytest.mark.slow))
+  return quick
 
 
 def _model(name, head):
