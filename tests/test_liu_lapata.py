@@ -5,6 +5,7 @@ import ml_collections
 import numpy as np
 import pytest
 
+from stages import quick_and_slow
 from jax_structured import models
 from jax_structured import nn as jsnn
 from jax_structured.models import encoders
@@ -94,7 +95,7 @@ def _check_finite(logits, grads):
   assert sum(float(jnp.abs(g).sum()) > 0 for g in leaves) > len(leaves) // 2
 
 
-@pytest.mark.parametrize('attention', ['none', 'simple', 'structured'])
+@pytest.mark.parametrize('attention', quick_and_slow(['simple', 'structured'], ['none']))
 def test_sentence_classifier_variants(attention):
   model = models.build(_config('sentence_classifier', attention=attention), vocab_size=VOCAB,
                        num_classes=CLASSES)
@@ -111,8 +112,8 @@ def test_sentence_classifier_variants(attention):
     np.testing.assert_array_equal(sown['lengths'], batch['lengths'])
 
 
-@pytest.mark.parametrize('sentence_attention,document_attention', [
-    ('none', 'none'), ('simple', 'simple'), ('structured', 'structured')])
+@pytest.mark.parametrize('sentence_attention,document_attention', quick_and_slow(
+    [('structured', 'structured')], [('none', 'none'), ('simple', 'simple')]))
 def test_document_classifier_variants(sentence_attention, document_attention):
   model = models.build(_config('document_classifier', sentence_attention=sentence_attention,
                                document_attention=document_attention, pooling='mean'),
@@ -133,7 +134,7 @@ def test_document_classifier_variants(sentence_attention, document_attention):
     np.testing.assert_allclose(np.asarray(totals)[real], 1.0, atol=1e-5)
 
 
-@pytest.mark.parametrize('attention', ['none', 'simple', 'inside_outside', 'structured'])
+@pytest.mark.parametrize('attention', quick_and_slow(['inside_outside', 'structured'], ['none', 'simple']))
 def test_pair_classifier_variants(attention):
   model = models.build(_config('pair_classifier', attention=attention), vocab_size=VOCAB,
                        num_classes=CLASSES)

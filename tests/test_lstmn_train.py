@@ -191,6 +191,7 @@ def test_sst_lstmn_classifier_trains(shared_data, tmp_path):
   assert dev['loss'] < math.log(5) - 0.1, dev  # fitted the training sentences beyond the label prior
 
 
+@pytest.mark.slow  # deep fusion's pair model trains in test_lstmn_models; this is its dev-set run
 def test_snli_deep_fusion_trains_on_dev(shared_data, tmp_path, monkeypatch):
   shared = tmp_path / 'snli_shared'
   shared.mkdir()

@@ -21,6 +21,7 @@ import pytest
 import scipy.stats
 from jax.test_util import check_grads
 
+from stages import MULTI_ROOT_QUICK, SINGLE_ROOT_QUICK, quick_and_slow
 import brute_force
 from jax_structured import trees
 from jax_structured.trees import _hessian_product
@@ -111,7 +112,7 @@ def test_laplacian_and_inverse_give_the_enumerated_log_z_and_marginals(single_ro
     np.testing.assert_allclose(root_m[i, :n], want_root, atol=1e-10)
     assert not np.any(arc_m[i, n:]) and not np.any(root_m[i, n:])
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_brute_force_padded_batch(single_root):
   """log Z, marginals, grad(log Z), entropy and KL against enumeration, lengths 6/4/1/3 in one batch."""
   rng = np.random.default_rng(0)
@@ -211,7 +212,7 @@ def _numpy_single_root(arc, root, sum_over_roots):
   return log_z, arc_m, root_m
 
 
-@pytest.mark.parametrize('n,length', [(150, 150), (160, 151), (500, 377)])
+@pytest.mark.parametrize('n,length', quick_and_slow([(150, 150), (160, 151)], [(500, 377)]))
 def test_numpy_reference_large(n, length):
   rng = np.random.default_rng(n)
   arc, root, lens = _random_problem(rng, [length], n, std=1.0)
@@ -252,7 +253,7 @@ def test_cayley_formula():
     np.testing.assert_allclose(root_m[i, :length], 2 / (length + 1), rtol=1e-10)
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_check_grads(single_root, lu_path_only):
   """Finite differences of log_partition and marginals (order 2, forward and reverse), padded batch.
 
@@ -285,7 +286,7 @@ def test_check_grads(single_root, lu_path_only):
   assert np.abs(jac * off).max() > 1e-3
 
 
-@pytest.mark.parametrize('single_root', [True, pytest.param(False, marks=pytest.mark.slow)])
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_float32_stability(single_root):
   """N(0, 3^2) at n=200 and |scores| <= 60 at n=500 in float32: no overflow, sums within 1e-3."""
   rng = np.random.default_rng(2)
@@ -311,8 +312,8 @@ def test_float32_stability(single_root):
   assert float(arc_m.min()) >= -1e-3 and float(root_m.min()) >= -1e-3
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
-@pytest.mark.parametrize('dtype', [np.float32, pytest.param(np.float64, marks=pytest.mark.slow)])  # float64: slow stage
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
+@pytest.mark.parametrize('dtype', quick_and_slow([np.float32], [np.float64]))
 def test_sharp_scores_match_enumeration(single_root, dtype):
   """N(0, 30^2) and N(0, 60^2) scores (the LU path loses everything there): enumeration accuracy.
 
@@ -512,7 +513,7 @@ def _two_cycle_problem(rng, n, cycle_score, dtype):
 
 
 @pytest.mark.parametrize('single_root', ROOT_MODES)
-@pytest.mark.parametrize('dtype', [np.float32, np.float64])
+@pytest.mark.parametrize('dtype', quick_and_slow([np.float32], [np.float64]))
 def test_linear_elimination_matches_enumeration(single_root, dtype):
   """The linear elimination alone, on sharp problems it trusts (one 2-cycle scored 20 or 40, or two
   scored 30 and 25), vs enumeration: log Z, marginals, and the marginals' derivative vs finite
@@ -548,7 +549,7 @@ def test_linear_elimination_matches_enumeration(single_root, dtype):
     assert np.abs(by_rows).max() > 1e-3
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_linear_elimination_matches_float64_log_space_at_n_64(single_root):
   """float32 linear elimination vs the float64 log-space one at n = 64, 2-cycles scored 12 and 30
   among N(0, 3^2): log Z, marginals, and the gradient of a loss through the marginals."""
@@ -608,7 +609,7 @@ def test_flat_and_segmented_sweeps_agree(monkeypatch):
   assert np.abs(flat[0][1][1][0]).max() > 1e-3  # the gradient is not trivially zero
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_untrusted_sentences_take_the_log_space_elimination(single_root):
   """Words 0 and 1 each other's head at 0 and every other head of theirs (ROOT too) at -100: every
   tree needs an arc e^-100 below its column's best, which underflows in float32, so the linear
@@ -637,7 +638,7 @@ def test_untrusted_sentences_take_the_log_space_elimination(single_root):
   assert _elimination._linear_floor(np.float64, 200) == pytest.approx(-656.5, abs=0.1)
 
 
-@pytest.mark.parametrize('num_sharp,chunk_share', [(3, None), (6, 1), (5, 16)])
+@pytest.mark.parametrize('num_sharp,chunk_share', quick_and_slow([(3, None), (6, 1)], [(5, 16)]))
 def test_few_sharp_elements_in_a_large_batch(num_sharp, chunk_share, monkeypatch):
   """Sharp sentences among 32 are gathered, recomputed exactly and written back: with the default
   chunks (one sentence each at this batch size), one chunk of all 32, and chunks of 2 sentences (5
@@ -803,7 +804,7 @@ def test_exact_path_memory_is_that_of_the_lu_path():
   assert ours < 4 * lu_only, (ours, lu_only)
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_forbidden_arcs(single_root):
   """-inf arcs get exactly 0 marginal; everything else matches enumeration; gradients stay finite."""
   rng = np.random.default_rng(3)
@@ -869,7 +870,7 @@ def test_non_finite_input_is_isolated():
       np.testing.assert_allclose(grad[i, :n, :n] * (1 - np.eye(n)), clean_arc, atol=1e-12)
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_score_and_log_prob(single_root):
   """Over all trees (n=4, padded to 5): score matches brute force and exp(log_prob) sums to 1."""
   rng = np.random.default_rng(5)
@@ -915,7 +916,7 @@ def _chi_square_p_value(samples, single_root, arc, root, forbidden=None):
   return scipy.stats.chi2.sf(stat, len(expected) - 1)
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_sample_frequencies(single_root):
   """20000 samples (fixed seed) of two padded sentences match the Gibbs distribution (chi-square)."""
   rng = np.random.default_rng(6)
@@ -945,8 +946,8 @@ def test_sample_frequencies(single_root):
   assert heads_v.shape == (2, 4) and heads_v[1, 3] == -1
 
 
-@pytest.mark.parametrize('dtype', [np.float32, pytest.param(np.float64, marks=pytest.mark.slow)])  # float64: slow stage
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('dtype', quick_and_slow([np.float32], [np.float64]))
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_sharp_sample_frequencies(single_root, dtype):
   """Sharp scores (a dominant 2-cycle: the LU inverse is useless there) still give exact samples.
 
@@ -970,7 +971,7 @@ def test_sharp_sample_frequencies(single_root, dtype):
     assert p_value > 1e-3, p_value
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_few_sharp_sentences_are_resampled_alone(single_root):
   """One sharp sentence among 128: its samples (1/128 of all, under the 1/64 bound) are redrawn
   by the exact sampler gathered on their own, and scattered back to their slots; both it and an
@@ -994,7 +995,7 @@ def test_few_sharp_sentences_are_resampled_alone(single_root):
   assert np.all(np.asarray(heads[:, 9, 4]) == -1)
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_sharp_samples_are_trees(single_root):
   """64 sentences of 9 words, N(0, 10^2) and N(0, 30^2) float32 scores: every sample is a tree.
 
@@ -1010,7 +1011,7 @@ def test_sharp_samples_are_trees(single_root):
       assert not single_root or (h == -1).sum() == 1, (scale, h)
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_samples_are_trees_float32(single_root):
   """Float32 samples at n=40 with padding are valid trees of the right root mode."""
   rng = np.random.default_rng(7)

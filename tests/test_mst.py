@@ -1,5 +1,6 @@
 """Tests of trees.mst (on-device Chu-Liu-Edmonds) against brute force and networkx's Edmonds."""
 import brute_force
+from stages import SINGLE_ROOT_QUICK
 import jax
 import jax.numpy as jnp
 import networkx as nx
@@ -271,7 +272,7 @@ def test_cycle_walk_from_the_one_new_id_matches_numpy():
   assert not bool(resolved)
 
 
-@pytest.mark.parametrize('single_root', [True, False])
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_straight_rounds_of_accelerators_match_the_incremental_ones(single_root):
   # GPUs and TPUs run a round as a straight line (all columns searched, fixed-step doubling); the CPU
   # skips work with conds. Both must give the same heads, on ties, -inf arcs and padding too.
@@ -312,7 +313,7 @@ def test_rounds_on_accelerators_have_no_loop_or_branch_inside():
   assert traced.lower(lowering_platforms=('cpu',)).as_text().count('stablehlo.while') > 2
 
 
-@pytest.mark.parametrize('single_root', [True, pytest.param(False, marks=pytest.mark.slow)])
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_several_straight_rounds_per_predicate_match_one(single_root):
   # GPUs and TPUs run R rounds per iteration of the rounds loop (one host read of its predicate per R
   # rounds); rounds after the predicate turns false keep the carry, so every R gives the carry of

@@ -1,5 +1,6 @@
 """Tests of the projective inside-outside / Eisner functions against brute-force enumeration."""
 import brute_force
+from stages import MULTI_ROOT_QUICK, SINGLE_ROOT_QUICK
 import jax
 import jax.numpy as jnp
 from jax.test_util import check_grads
@@ -31,7 +32,7 @@ def _batch(seed, ties=False):
   return arc, root, lengths
 
 
-@pytest.mark.parametrize('single_root', [True, False])
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_against_brute_force_with_padding_under_jit_and_vmap(single_root):
   arc, root, lengths = _batch(0 if single_root else 1)
   kw = dict(single_root=single_root)
@@ -166,7 +167,7 @@ def _raw_value(arc, root, lengths, single_root, semiring):
   return _projective._readout(tables['cr_s'], tables['cl_s'], r, lengths, single_root, semiring)
 
 
-@pytest.mark.parametrize('single_root', [True, False])
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_width_chunks_against_brute_force(monkeypatch, single_root):
   # N = 7 nodes in 3 chunks of 2 widths with their own window shapes: chunk boundaries are crossed.
   from jax_structured.trees import _projective

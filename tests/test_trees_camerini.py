@@ -1,5 +1,6 @@
 """The next-best pass of Camerini et al. (`trees._camerini.best_and_next`) against brute-force enumeration."""
 import brute_force
+from stages import MULTI_ROOT_QUICK
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -128,7 +129,7 @@ def test_single_trees_and_no_trees():
   np.testing.assert_array_equal(np.asarray(out['score']), [0, -np.inf, 0, 0])
 
 
-@pytest.mark.parametrize('single_root', [True, False])
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_longer_sentences_against_constrained_trees(single_root):
   """n = 16 (deeper contraction forests than brute force reaches): the second-best tree is the best
   tree without one arc of the best tree (Lawler), so next_score = the max over the arcs e of T of the

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from stages import MULTI_ROOT_QUICK, SINGLE_ROOT_QUICK
 import brute_force
 from jax_structured import trees
 from jax_structured.trees import _elimination
@@ -71,7 +72,7 @@ def _jvp_of_linear_marginals(arc, root, mask, d_arc, d_root, single_root):
   return jax.vmap(one)(arc, root, mask, d_arc, d_root)
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_product_matches_forward_mode_through_the_linear_elimination(single_root):
   """The kernel's `H t` equals `jax.jvp` of `_linear_marginals` (float64) at N(0, 20^2) scores, with
   padding, lengths 0 and 1, a forbidden arc and a sharp 2-cycle; 0 on padding, the diagonal and the
@@ -141,7 +142,7 @@ def _gradients(arc, root, lengths, single_root, mode, seed=3):
   return jax.jit(grad)(arc, root), (arc_weights, root_weights)
 
 
-@pytest.mark.parametrize('single_root', [True, pytest.param(False, marks=pytest.mark.slow)])
+@pytest.mark.parametrize('single_root', SINGLE_ROOT_QUICK)
 def test_exact_gradient_matches_enumeration_and_finite_differences(single_root, monkeypatch):
   """Sharp sentences (flagged) through `exact='in_program'` with the kernels: the gradient of a loss
   through log Z and both marginals equals central differences of the enumerated loss (float64) and
@@ -179,7 +180,7 @@ def _chunk_products(seed, lengths, n, single_root, cycle, dtype=np.float64):
   return got, want
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_chunk_product_equals_the_xla_exact_path(single_root):
   """At 20 words (a 32-word block), float64: the kernel's chunk product equals today's XLA one."""
   got, want = _chunk_products(5, np.array([20, 17, 9]), 20, single_root, SHARP)
@@ -243,7 +244,7 @@ def test_exact_gradient_under_vmap_and_with_many_flagged():
     np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize('single_root', ROOT_MODES)
+@pytest.mark.parametrize('single_root', MULTI_ROOT_QUICK)
 def test_exact_kernels_lower_for_cuda(single_root, monkeypatch):
   """The derivative kernel, and the exact path's value and gradient inside a program with the
   kernels, lower for CUDA on a CPU-only jaxlib: one Triton call for the derivative product, one for the

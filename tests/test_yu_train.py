@@ -102,6 +102,7 @@ def test_trec_rn_latent_trains(shared_data, tmp_path):
   assert all(math.isfinite(v) for v in (*results['validation'].values(), *results['test'].values()))
 
 
+@pytest.mark.slow  # the pair task's run; test_trec_rn_latent_trains is the quick one
 def test_quora_rn_intra_attention_trains_on_dev(shared_data, tmp_path, monkeypatch):
   monkeypatch.setenv('JAX_STRUCTURED_CACHE', str(tmp_path / 'cache'))
   shared = tmp_path / 'quora_shared'
