@@ -168,6 +168,7 @@ def test_tiny_end_to_end_run():
                    vocab_size=13)
 
 
+@pytest.mark.slow  # the breakdown's extra rows; the timed step itself is checked quick
 def test_breakdown_rows():
   rows = liu_lapata.run_breakdown(2, 4, hidden_size=4, semantic_size=3, input_size=5, repeats=1,
                                   normalizers=('matrix_tree',))

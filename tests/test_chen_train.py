@@ -59,6 +59,7 @@ def test_tiny_config_trains(fixtures_dir, tmp_path, row):
     assert math.isfinite(results[split]['loss']) and 0.0 <= results[split]['accuracy'] <= 1.0
 
 
+@pytest.mark.slow  # a benchmark run of every column; the tiny configs train quick
 def test_tree_lstm_benchmark_measures_every_column(monkeypatch):
   from launch.benchmarks import tree_lstm as bench  # pylint: disable=g-import-not-at-top
   assert bench.parse_sizes('50x32,8x16x64') == [(50, 32, 150), (8, 16, 64)]

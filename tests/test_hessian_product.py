@@ -98,6 +98,7 @@ def test_derivatives_of_every_order_match_finite_differences():
     np.testing.assert_allclose(got, hessian_numpy(x, y, KEEP), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.slow  # orders 3 and 4 by nested products; every order against finite differences stays quick
 def test_third_and_fourth_derivatives():
   """The product's derivative in its point is the third derivative (closed form), symmetric in its two
   directions; also under a vmap that shares the point (the point's tangent then joins the mapped

@@ -80,6 +80,7 @@ def test_applies_says_why_not():
   assert 'lm' in linear_baseline.applies(task)
 
 
+@pytest.mark.slow  # a comparison run end to end; the baseline's accuracy is checked quick
 @needs_trec
 def test_one_row_comparison_run_writes_its_row_and_the_baseline(tmp_path, monkeypatch, capsys):
   from configs.encoders import compare  # pylint: disable=g-import-not-at-top

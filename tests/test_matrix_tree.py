@@ -212,7 +212,7 @@ def _numpy_single_root(arc, root, sum_over_roots):
   return log_z, arc_m, root_m
 
 
-@pytest.mark.parametrize('n,length', quick_and_slow([(150, 150), (160, 151)], [(500, 377)]))
+@pytest.mark.parametrize('n,length', quick_and_slow([(150, 150)], [(160, 151), (500, 377)]))
 def test_numpy_reference_large(n, length):
   rng = np.random.default_rng(n)
   arc, root, lens = _random_problem(rng, [length], n, std=1.0)
