@@ -100,7 +100,8 @@ def _data_files(step_dir):
                 for n in names if os.sep + 'd' + os.sep in os.path.join(d, n))
 
 
-@pytest.mark.parametrize('damage', quick_and_slow(['truncate'], ['garble', 'meta']))  # damaged metadata, quick: test_training_history
+# Damaged metadata is quick in test_training_history.
+@pytest.mark.parametrize('damage', quick_and_slow(['truncate'], ['garble', 'meta']))
 def test_corrupted_checkpoint_is_a_clear_error_or_set_aside_on_resume(tmp_path, uninterrupted, damage,
                                                                      caplog):
   workdir = _copy_run(uninterrupted[0], tmp_path / 'run')

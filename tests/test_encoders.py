@@ -12,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 
+from stages import quick_and_slow
 from jax_structured import models
 from jax_structured.data import tree_batching
 from jax_structured.models import encoders
@@ -131,11 +132,8 @@ def _cases():
   # The quick suite: every head over the first encoder that supports it; the other pairs in the slow
   # stage (a head's code is the same for every encoder, and every encoder's padding and outputs are
   # tested quick in its own module: test_chen, test_luo_zhu, test_relation_networks, test_lstmn, ...).
-  quick, heads_seen = [], set()
-  for name, head in out:
-    quick.append((name, head) if head not in heads_seen else pytest.param(name, head, marks=pytest.mark.slow))
-    heads_seen.add(head)
-  return quick
+  first = [next(case for case in out if case[1] == head) for head in dict.fromkeys(h for _, h in out)]
+  return quick_and_slow(first, [case for case in out if case not in first])
 
 
 def _model(name, head):

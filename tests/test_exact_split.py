@@ -17,6 +17,7 @@ import numpy as np
 import optax
 import pytest
 
+from stages import quick_and_slow
 from jax_structured import config as config_lib
 from jax_structured import models
 from jax_structured import trees
@@ -84,9 +85,7 @@ def _runners(model, variables, mode):
 
 
 # One case in the quick suite; the other parallel modes (about 80 s on two cores) in the slow stage.
-@pytest.mark.parametrize('kind,mode', [('pair', 'none'),
-                                       pytest.param('pair', 'shard_map', marks=pytest.mark.slow),
-                                       pytest.param('document', 'pmap', marks=pytest.mark.slow)])
+@pytest.mark.parametrize('kind,mode', quick_and_slow([('pair', 'none')], [('pair', 'shard_map'), ('document', 'pmap')]))
 def test_split_steps_equal_the_in_program_steps(kind, mode):
   model, batch, variables = _problem(kind)
   tx, split, reference = _runners(model, variables, mode)

@@ -21,8 +21,8 @@ import pytest
 import scipy.stats
 from jax.test_util import check_grads
 
-from stages import MULTI_ROOT_QUICK, SINGLE_ROOT_QUICK, quick_and_slow
 import brute_force
+from stages import MULTI_ROOT_QUICK, SINGLE_ROOT_QUICK, quick_and_slow
 from jax_structured import trees
 from jax_structured.trees import _hessian_product
 from jax_structured.trees import _elimination

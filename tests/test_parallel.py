@@ -6,6 +6,7 @@ import optax
 import pytest
 
 import test_training_support as support
+from stages import quick_and_slow
 from jax_structured import training
 from jax_structured import config as config_lib
 from jax_structured.training import optimizers
@@ -41,8 +42,7 @@ OPTIMIZERS = {
 
 
 # adam in the slow stage: sgd with momentum, weight decay and clipping covers more of the optimiser code.
-@pytest.mark.parametrize('name', [pytest.param(name, marks=pytest.mark.slow) if name == 'adam' else name
-                                  for name in sorted(OPTIMIZERS)])
+@pytest.mark.parametrize('name', quick_and_slow(sorted(set(OPTIMIZERS) - {'adam'}), ['adam']))
 def test_shard_map_and_pmap_match_one_device(name):
   assert jax.device_count() == 8
   batches = support.global_batches(3)

@@ -17,6 +17,7 @@ import jax
 import numpy as np
 import pytest
 
+from stages import quick_and_slow
 from configs.encoders import compare
 from configs.luo_zhu import document_config
 from jax_structured import training
@@ -121,8 +122,7 @@ def _raw_quora(path):
   return [f'{q1}\t{q2}' for _, q1, q2, _ in rows], [pairs.QUORA_LABELS[int(y)] for y, _, _, _ in rows]
 
 
-@pytest.mark.parametrize('kind', ['sentence', pytest.param('pair', marks=pytest.mark.slow),
-                                  pytest.param('document', marks=pytest.mark.slow)])
+@pytest.mark.parametrize('kind', quick_and_slow(['sentence'], ['pair', 'document']))
 def test_predictions_on_the_raw_test_text_give_the_evaluated_accuracy(runs, kind):
   workdir, texts, gold = runs[kind]
   predictor = predict.Predictor(workdir)
@@ -144,7 +144,7 @@ def test_predictions_on_the_raw_test_text_give_the_evaluated_accuracy(runs, kind
     assert p['label'] == max(p['probabilities'], key=p['probabilities'].get)
 
 
-@pytest.mark.parametrize('kind', ['sentence', pytest.param('pair', marks=pytest.mark.slow)])
+@pytest.mark.parametrize('kind', quick_and_slow(['sentence'], ['pair']))
 def test_trees_equal_those_of_induce_trees(runs, kind, tmp_path):
   workdir, texts, _ = runs[kind]
   induced = induce.induce_trees(workdir, 'test', num_pictures=0, output_dir=str(tmp_path))

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from stages import MULTI_ROOT_QUICK, SINGLE_ROOT_QUICK
 import brute_force
+from stages import MULTI_ROOT_QUICK, SINGLE_ROOT_QUICK
 from jax_structured import trees
 from jax_structured.trees import _elimination
 from jax_structured.trees import _exact_kernel_grad
